@@ -1,0 +1,1 @@
+"""broker/commitlog package."""

@@ -1,0 +1,186 @@
+"""Message vocabulary shared by every layer: property names, the properties string codec,
+tags hash codes, offset message ids and UNIQ_KEY ids.
+
+Pure functions only: no files, no reactor.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import os
+import struct
+import time
+
+# --- property names (org.apache.rocketmq.common.message.MessageConst) -----------------------
+PROPERTY_KEYS = "KEYS"
+PROPERTY_TAGS = "TAGS"
+PROPERTY_WAIT_STORE_MSG_OK = "WAIT"
+PROPERTY_DELAY_TIME_LEVEL = "DELAY"
+PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
+PROPERTY_REAL_TOPIC = "REAL_TOPIC"
+PROPERTY_REAL_QUEUE_ID = "REAL_QID"
+PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
+PROPERTY_PRODUCER_GROUP = "PGROUP"
+PROPERTY_MIN_OFFSET = "MIN_OFFSET"
+PROPERTY_MAX_OFFSET = "MAX_OFFSET"
+PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+PROPERTY_RECONSUME_TIME = "RECONSUME_TIME"
+PROPERTY_MSG_REGION = "MSG_REGION"
+PROPERTY_TRACE_SWITCH = "TRACE_ON"
+PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX = "UNIQ_KEY"
+PROPERTY_MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
+PROPERTY_CONSUME_START_TIMESTAMP = "CONSUME_START_TIME"
+PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
+PROPERTY_TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+PROPERTY_CORRELATION_ID = "CORRELATION_ID"
+PROPERTY_MESSAGE_REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
+PROPERTY_MESSAGE_TTL = "TTL"
+PROPERTY_PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
+PROPERTY_CLUSTER = "CLUSTER"
+PROPERTY_MESSAGE_TYPE = "MSG_TYPE"
+PROPERTY_TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
+PROPERTY_TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
+PROPERTY_TIMER_DELAY_MS = "TIMER_DELAY_MS"
+PROPERTY_TIMER_OUT_MS = "TIMER_OUT_MS"
+PROPERTY_TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
+PROPERTY_TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
+
+KEY_SEPARATOR = " "
+
+# --- system topics (org.apache.rocketmq.common.topic.TopicValidator, MixAll) ---------------
+AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
+RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+TIMER_TOPIC = "rmq_sys_wheel_timer"
+
+# --- sysFlag bits (org.apache.rocketmq.common.sysflag.MessageSysFlag) -----------------------
+COMPRESSED_FLAG = 0x1
+MULTI_TAGS_FLAG = 0x2
+TRANSACTION_NOT_TYPE = 0x0
+TRANSACTION_PREPARED_TYPE = 0x4
+TRANSACTION_COMMIT_TYPE = 0x8
+TRANSACTION_ROLLBACK_TYPE = 0xC
+TRANSACTION_TYPE_MASK = 0xC
+BORNHOST_V6_FLAG = 0x10
+STOREHOSTADDRESS_V6_FLAG = 0x20
+NEED_UNWRAP_FLAG = 0x40
+INNER_BATCH_FLAG = 0x80
+COMPRESSION_TYPE_MASK = 0x700
+
+NAME_VALUE_SEPARATOR = "\u0001"
+PROPERTY_SEPARATOR = "\u0002"
+
+
+def transaction_type(sys_flag: int) -> int:
+    """The transaction type bits of a sysFlag (MessageSysFlag.getTransactionValue)."""
+    return sys_flag & TRANSACTION_TYPE_MASK
+
+
+# --- properties string (MessageDecoder.messageProperties2String / string2messageProperties) --
+def properties_to_string(properties: dict[str, str]) -> str:
+    """Encode properties as ``name\\u0001value\\u0002...`` without the trailing separator.
+
+    Entries whose value is None are skipped, as Java skips null values.
+    """
+    return PROPERTY_SEPARATOR.join(
+        f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in properties.items() if v is not None
+    )
+
+
+def string_to_properties(text: str) -> dict[str, str]:
+    """Decode a properties string; pieces without a key or with an empty value are dropped,
+    as ``MessageDecoder.string2messageProperties`` drops them."""
+    result: dict[str, str] = {}
+    if not text:
+        return result
+    for piece in text.split(PROPERTY_SEPARATOR):
+        key, sep, value = piece.partition(NAME_VALUE_SEPARATOR)
+        if sep and key and value:
+            result[key] = value
+    return result
+
+
+# --- tags hash code (Java String.hashCode over UTF-16 code units) ---------------------------
+def java_string_hash(text: str) -> int:
+    """Java ``String.hashCode()``: ``h = 31*h + c`` over UTF-16 code units, as a signed int32."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for (unit,) in struct.iter_unpack(">H", data):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def tags_code(tags: str | None) -> int:
+    """Consume-queue tagsCode of a tag (MessageExtBrokerInner.tagsString2tagsCode): 0 if none."""
+    if not tags:
+        return 0
+    return java_string_hash(tags)
+
+
+# --- hosts ------------------------------------------------------------------------------------
+def pack_host(host: str, port: int) -> bytes:
+    """Pack an address as RocketMQ stores it: 4 or 16 address bytes then an int32 port."""
+    return ipaddress.ip_address(host).packed + struct.pack(">i", port)
+
+
+def unpack_host(data: bytes) -> tuple[str, int]:
+    """Inverse of :func:`pack_host` for an 8- or 20-byte block."""
+    (port,) = struct.unpack_from(">i", data, len(data) - 4)
+    return str(ipaddress.ip_address(bytes(data[:-4]))), port
+
+
+def is_ipv6(host: str) -> bool:
+    """True for an IPv6 literal (the record then holds a 20-byte host block)."""
+    return ipaddress.ip_address(host).version == 6
+
+
+def split_addr(addr: str) -> tuple[str, int]:
+    """Split ``ip:port`` (IPv6 may be bracketed or bare with the port after the last colon)."""
+    host, _, port = addr.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+# --- offset message id (MessageDecoder.createMessageId / decodeMessageId) -----------------
+def create_offset_msg_id(store_host: str, store_port: int, commitlog_offset: int) -> str:
+    """Offset msgId: store host bytes + port int32 + commitlog offset int64 as uppercase hex."""
+    return (pack_host(store_host, store_port) + struct.pack(">q", commitlog_offset)).hex().upper()
+
+
+def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
+    """Return (host, port, commitlog offset) of an offset msgId; 32 hex chars means IPv4."""
+    raw = bytes.fromhex(msg_id)
+    if len(raw) not in (16, 28):
+        raise ValueError(f"offset msgId must be 32 or 56 hex characters, got {len(msg_id)}")
+    host, port = unpack_host(raw[:-8])
+    (offset,) = struct.unpack(">q", raw[-8:])
+    return host, port, offset
+
+
+# --- UNIQ_KEY (MessageClientIDSetter.createUniqID) --------------------------------------------
+class UniqIdGenerator:
+    """Generate UNIQ_KEY ids the way the Java client does.
+
+    Layout: client IP (4 bytes), pid int16, class-loader hash int32, ms since the start of the
+    current month int32, counter int16; rendered as 32 uppercase hex characters.
+    """
+
+    def __init__(self, ip: str = "127.0.0.1", clock=time.time) -> None:
+        self._prefix = ipaddress.ip_address(ip).packed + struct.pack(
+            ">hi", os.getpid() & 0x7FFF, id(self) & 0x7FFFFFFF
+        )
+        self._clock = clock
+        self._counter = itertools.count()
+
+    def next(self) -> str:
+        """The next id."""
+        now = self._clock()
+        lt = time.localtime(now)
+        month_start = time.mktime((lt.tm_year, lt.tm_mon, 1, 0, 0, 0, 0, 0, -1))
+        since = int((now - month_start) * 1000) & 0x7FFFFFFF
+        count = next(self._counter) & 0xFFFF
+        return (self._prefix + struct.pack(">iH", since, count)).hex().upper()

@@ -1,0 +1,1 @@
+"""broker/processors package."""

@@ -1,0 +1,1 @@
+"""broker/schedule package."""
