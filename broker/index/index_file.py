@@ -1,0 +1,325 @@
+"""One RocketMQ index file (``store/index/IndexFile.java``, ``IndexHeader.java``).
+
+On-disk layout, big-endian, identical to RocketMQ 4.9.x (protocol.md §5.3)::
+
+    header (40 bytes)
+        beginTimestamp  int64 @0    store time (ms) of the first entry
+        endTimestamp    int64 @8    store time (ms) of the last entry
+        beginPhyOffset  int64 @16   commitlog offset of the first entry
+        endPhyOffset    int64 @24   commitlog offset of the last entry
+        hashSlotCount   int32 @32   slots in use
+        indexCount      int32 @36   next entry number; starts at 1 (entry 0 is never used)
+    hash slots (hashSlotNum x int32)   latest entry number whose key hashes to the slot
+    entries (indexNum x 20 bytes)      keyHash int32, phyOffset int64,
+                                       timeDiff int32 (seconds since beginTimestamp), prevIndex int32
+
+Differences from RocketMQ, all compatible with its readers:
+
+* ``hashSlotNum`` / ``indexNum`` are constructor arguments (RocketMQ reads them from
+  ``MessageStoreConfig`` too: ``maxHashSlotNum`` / ``maxIndexNum``) so tests use tiny files. A file
+  opened with other counts than it was written with is refused with an error naming it.
+* Files are created sparse (``ftruncate``): the default 420,000,040-byte file costs no disk until
+  entries are written; RocketMQ's ``MappedFile`` creation gives the same sparse file on Linux.
+* :meth:`IndexFile.truncate_from` (drop entries at or beyond a commitlog offset, unlinking them from
+  their slot chains) has no RocketMQ counterpart: RocketMQ deletes whole index files written after
+  the checkpoint and rebuilds them. Rolling back entry by entry keeps older lookups working.
+
+Like RocketMQ, lookups compare only the 32-bit key hash, so a colliding key can return a foreign
+offset; the caller (or the client: ``MQAdminImpl.queryMessage``) filters by the record's keys.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import struct
+from dataclasses import dataclass
+
+from construct import Int32sb, Int64sb, Struct
+
+from broker.message import java_string_hash
+
+log = logging.getLogger(__name__)
+
+INDEX_HEADER_SIZE = 40
+HASH_SLOT_SIZE = 4
+INDEX_ENTRY_SIZE = 20
+#: ``MessageStoreConfig.maxHashSlotNum`` default.
+DEFAULT_HASH_SLOT_NUM = 5_000_000
+#: ``MessageStoreConfig.maxIndexNum`` default.
+DEFAULT_INDEX_NUM = 20_000_000
+#: ``IndexFile.invalidIndex``: slot value / prevIndex meaning "none".
+INVALID_INDEX = 0
+_INT_MAX = 0x7FFFFFFF
+
+INDEX_HEADER = Struct(
+    "begin_timestamp" / Int64sb,
+    "end_timestamp" / Int64sb,
+    "begin_phy_offset" / Int64sb,
+    "end_phy_offset" / Int64sb,
+    "hash_slot_count" / Int32sb,
+    "index_count" / Int32sb,
+)
+INDEX_ENTRY = Struct(
+    "key_hash" / Int32sb,
+    "phy_offset" / Int64sb,
+    "time_diff" / Int32sb,
+    "prev_index" / Int32sb,
+)
+
+HEADER_STRUCT = struct.Struct(">qqqqii")
+ENTRY_STRUCT = struct.Struct(">iqii")
+SLOT_STRUCT = struct.Struct(">i")
+assert HEADER_STRUCT.size == INDEX_HEADER_SIZE and ENTRY_STRUCT.size == INDEX_ENTRY_SIZE
+
+
+def index_file_size(hash_slot_num: int, index_num: int) -> int:
+    """Total bytes of an index file with these counts (420,000,040 for the defaults)."""
+    return INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
+
+
+def index_key_hash(key: str) -> int:
+    """``IndexFile.indexKeyHashMethod``: ``abs(key.hashCode())``, 0 if still negative.
+
+    Java's ``Math.abs(Integer.MIN_VALUE)`` stays negative, hence the special case.
+    """
+    h = java_string_hash(key)
+    if h == -(2**31):
+        return 0
+    return abs(h)
+
+
+def build_key(topic: str, key: str) -> str:
+    """``IndexService.buildKey``: ``topic + "#" + key``."""
+    return f"{topic}#{key}"
+
+
+@dataclass
+class IndexHeader:
+    """Decoded 40-byte header."""
+
+    begin_timestamp: int = 0
+    end_timestamp: int = 0
+    begin_phy_offset: int = 0
+    end_phy_offset: int = 0
+    hash_slot_count: int = 0
+    index_count: int = 1
+
+
+class IndexFileError(Exception):
+    """An index file that cannot be used (wrong size, unreadable); the message names the file."""
+
+
+class IndexFile:
+    """A memory-mapped index file: hash slots chaining 20-byte entries."""
+
+    def __init__(
+        self,
+        path: str,
+        hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
+        index_num: int = DEFAULT_INDEX_NUM,
+        *,
+        create: bool = False,
+        end_phy_offset: int = 0,
+        end_timestamp: int = 0,
+    ) -> None:
+        """Open ``path``; with ``create`` make a new sparse file whose header starts at the
+        previous file's end (``IndexFile(fileName, ..., endPhyOffset, endTimestamp)``)."""
+        self.path = path
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.file_size = index_file_size(hash_slot_num, index_num)
+        self._entries_base = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
+        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError as exc:
+            raise IndexFileError(f"index file {path}: cannot open: {exc}") from exc
+        try:
+            if create:
+                os.ftruncate(fd, self.file_size)
+            else:
+                actual = os.fstat(fd).st_size
+                if actual != self.file_size:
+                    raise IndexFileError(
+                        f"index file {path}: size {actual} != {self.file_size} expected for "
+                        f"{hash_slot_num} slots and {index_num} entries"
+                    )
+            self._mm = mmap.mmap(fd, self.file_size)
+        finally:
+            os.close(fd)
+        if create:
+            self.header = IndexHeader(
+                begin_timestamp=end_timestamp,
+                end_timestamp=end_timestamp,
+                begin_phy_offset=end_phy_offset,
+                end_phy_offset=end_phy_offset,
+            )
+            self._write_header()
+        else:
+            self.header = IndexHeader(*HEADER_STRUCT.unpack_from(self._mm, 0))
+            if self.header.index_count <= 0:
+                # IndexHeader.load: a zero count means "empty", entry numbering starts at 1.
+                self.header.index_count = 1
+        self._dirty = create
+
+    # --- header -----------------------------------------------------------------------------
+    def _write_header(self) -> None:
+        h = self.header
+        HEADER_STRUCT.pack_into(
+            self._mm, 0, h.begin_timestamp, h.end_timestamp, h.begin_phy_offset,
+            h.end_phy_offset, h.hash_slot_count, h.index_count,
+        )
+
+    @property
+    def name(self) -> str:
+        """The file name (``yyyyMMddHHmmssSSS``)."""
+        return os.path.basename(self.path)
+
+    @property
+    def entry_count(self) -> int:
+        """Entries written (``indexCount - 1``)."""
+        return self.header.index_count - 1
+
+    def is_write_full(self) -> bool:
+        """``IndexFile.isWriteFull``: no room for another entry."""
+        return self.header.index_count >= self.index_num
+
+    def is_time_matched(self, begin: int, end: int) -> bool:
+        """``IndexFile.isTimeMatched``: the file's [begin, end] store times overlap the range."""
+        b, e = self.header.begin_timestamp, self.header.end_timestamp
+        return (begin < b and end > e) or (b <= begin <= e) or (b <= end <= e)
+
+    # --- write ------------------------------------------------------------------------------
+    def _slot_pos(self, key_hash: int) -> int:
+        return INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
+
+    def _entry_pos(self, n: int) -> int:
+        return self._entries_base + n * INDEX_ENTRY_SIZE
+
+    def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
+        """Add ``key`` -> ``phy_offset``; False when the file is full (``IndexFile.putKey``)."""
+        h = self.header
+        if h.index_count >= self.index_num:
+            return False
+        key_hash = index_key_hash(key)
+        slot_pos = self._slot_pos(key_hash)
+        (slot_value,) = SLOT_STRUCT.unpack_from(self._mm, slot_pos)
+        if slot_value <= INVALID_INDEX or slot_value > h.index_count:
+            slot_value = INVALID_INDEX
+        if h.begin_timestamp <= 0:
+            time_diff = 0
+        else:
+            time_diff = min(max((store_timestamp - h.begin_timestamp) // 1000, 0), _INT_MAX)
+        ENTRY_STRUCT.pack_into(
+            self._mm, self._entry_pos(h.index_count), key_hash, phy_offset, time_diff, slot_value
+        )
+        SLOT_STRUCT.pack_into(self._mm, slot_pos, h.index_count)
+        if h.index_count <= 1:
+            h.begin_phy_offset = phy_offset
+            h.begin_timestamp = store_timestamp
+        if slot_value == INVALID_INDEX:
+            h.hash_slot_count += 1
+        h.index_count += 1
+        h.end_phy_offset = phy_offset
+        h.end_timestamp = store_timestamp
+        self._write_header()
+        self._dirty = True
+        return True
+
+    # --- read -------------------------------------------------------------------------------
+    def read_entry(self, n: int) -> tuple[int, int, int, int]:
+        """Entry ``n`` as (keyHash, phyOffset, timeDiff, prevIndex)."""
+        return ENTRY_STRUCT.unpack_from(self._mm, self._entry_pos(n))
+
+    def select_phy_offsets(
+        self, out: list[int], key: str, max_num: int, begin: int, end: int
+    ) -> None:
+        """Append to ``out`` the offsets stored under ``key`` with store time in [begin, end],
+        newest first, until ``out`` holds ``max_num`` (``IndexFile.selectPhyOffset``)."""
+        h = self.header
+        key_hash = index_key_hash(key)
+        (slot_value,) = SLOT_STRUCT.unpack_from(self._mm, self._slot_pos(key_hash))
+        if slot_value <= INVALID_INDEX or slot_value > h.index_count or h.index_count <= 1:
+            return
+        n = slot_value
+        # A corrupt chain could loop; a well-formed one never visits more than every entry.
+        for _ in range(h.index_count):
+            if len(out) >= max_num:
+                break
+            hash_read, phy_read, time_diff, prev = self.read_entry(n)
+            if time_diff < 0:
+                break
+            time_read = h.begin_timestamp + time_diff * 1000
+            if hash_read == key_hash and begin <= time_read <= end:
+                out.append(phy_read)
+            if prev <= INVALID_INDEX or prev > h.index_count or prev == n or time_read < begin:
+                break
+            n = prev
+
+    # --- recovery / lifecycle ----------------------------------------------------------------
+    def truncate_from(self, phy_offset: int) -> int:
+        """Drop every entry whose phyOffset >= ``phy_offset``; returns the entries left.
+
+        Entries are appended in commitlog order, so the dropped ones are a tail. Walking it newest
+        first and pointing each slot that names a dropped entry at that entry's ``prevIndex``
+        leaves every slot at its newest surviving entry.
+        """
+        h = self.header
+        lo, hi = 1, h.index_count
+        while lo < hi:  # first entry with phyOffset >= phy_offset
+            mid = (lo + hi) // 2
+            if self.read_entry(mid)[1] >= phy_offset:
+                hi = mid
+            else:
+                lo = mid + 1
+        first_dropped = lo
+        if first_dropped >= h.index_count:
+            return self.entry_count
+        for n in range(h.index_count - 1, first_dropped - 1, -1):
+            key_hash, _phy, _diff, prev = self.read_entry(n)
+            slot_pos = self._slot_pos(key_hash)
+            (slot_value,) = SLOT_STRUCT.unpack_from(self._mm, slot_pos)
+            if slot_value == n:
+                new_value = prev if INVALID_INDEX < prev < n else INVALID_INDEX
+                SLOT_STRUCT.pack_into(self._mm, slot_pos, new_value)
+                if new_value == INVALID_INDEX:
+                    h.hash_slot_count = max(h.hash_slot_count - 1, 0)
+            ENTRY_STRUCT.pack_into(self._mm, self._entry_pos(n), 0, 0, 0, 0)
+        h.index_count = first_dropped
+        if first_dropped > 1:
+            _hash, last_phy, last_diff, _prev = self.read_entry(first_dropped - 1)
+            h.end_phy_offset = last_phy
+            # Only second precision survives in the entry: the end time becomes approximate.
+            h.end_timestamp = max(h.begin_timestamp + last_diff * 1000, h.begin_timestamp)
+        else:
+            h.end_phy_offset = h.begin_phy_offset
+            h.end_timestamp = h.begin_timestamp
+        self._write_header()
+        self._dirty = True
+        log.info("index file %s truncated at phy offset %d: %d entries left",
+                 self.path, phy_offset, first_dropped - 1)
+        return first_dropped - 1
+
+    def flush(self) -> None:
+        """msync the mapping if anything changed since the last flush."""
+        if self._dirty and not self._mm.closed:
+            self._mm.flush()
+            self._dirty = False
+
+    def close(self) -> None:
+        """Flush and unmap."""
+        if not self._mm.closed:
+            self.flush()
+            self._mm.close()
+
+    def destroy(self) -> None:
+        """Unmap and delete the file."""
+        if not self._mm.closed:
+            self._mm.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        log.info("index file %s deleted", self.path)

@@ -1,0 +1,246 @@
+"""Index service: message lookup by key / UNIQ_KEY within a store-time range.
+
+Mirrors RocketMQ ``store/index/IndexService.java``: files under ``{store}/index/`` named by the
+local time of their creation (``yyyyMMddHHmmssSSS``, ``UtilAll.timeMillisToHumanString``); each
+message is indexed under ``topic#UNIQ_KEY`` and ``topic#<each KEYS token>``; a full file rolls to a
+new one whose header starts at the old one's end; queries walk files newest first and return
+commitlog offsets newest first.
+
+Recovery differs (see :mod:`broker.index.index_file`): instead of deleting files written after the
+checkpoint, :meth:`IndexService.truncate` drops entries at or beyond the commitlog's valid end, and
+:meth:`IndexService.put` skips messages at or below the last indexed offset, so the store's
+re-dispatch after recovery is idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from broker.index.index_file import (
+    DEFAULT_HASH_SLOT_NUM,
+    DEFAULT_INDEX_NUM,
+    IndexFile,
+    IndexFileError,
+    build_key,
+)
+from broker.message import KEY_SEPARATOR, TRANSACTION_ROLLBACK_TYPE, transaction_type
+
+log = logging.getLogger(__name__)
+
+#: ``MessageStoreConfig.maxMsgsNumBatch``: cap on offsets returned by one query.
+DEFAULT_MAX_MSGS_NUM_BATCH = 64
+
+
+@dataclass
+class QueryOffsetResult:
+    """``QueryOffsetResult``: offsets newest first plus what QUERY_MESSAGE's response header
+    reports (``indexLastUpdateTimestamp``, ``indexLastUpdatePhyoffset``)."""
+
+    phy_offsets: list[int] = field(default_factory=list)
+    index_last_update_timestamp: int = 0
+    index_last_update_phyoffset: int = 0
+
+
+def split_keys(keys: str | None) -> list[str]:
+    """Tokens of a KEYS property (``MessageConst.KEY_SEPARATOR`` = space), empty ones dropped."""
+    if not keys:
+        return []
+    return [k for k in keys.split(KEY_SEPARATOR) if k]
+
+
+def index_file_name(timestamp_ms: int) -> str:
+    """``UtilAll.timeMillisToHumanString``: local time as ``yyyyMMddHHmmssSSS``."""
+    seconds, millis = divmod(int(timestamp_ms), 1000)
+    return time.strftime("%Y%m%d%H%M%S", time.localtime(seconds)) + f"{millis:03d}"
+
+
+class IndexService:
+    """All index files of one store."""
+
+    def __init__(
+        self,
+        index_dir: str,
+        clock,
+        hash_slot_num: int = DEFAULT_HASH_SLOT_NUM,
+        index_num: int = DEFAULT_INDEX_NUM,
+        max_msgs_num_batch: int = DEFAULT_MAX_MSGS_NUM_BATCH,
+    ) -> None:
+        """``index_dir`` is ``{storePathRootDir}/index``; ``clock`` an ``IReactorTime`` used only
+        to name new files."""
+        self.index_dir = index_dir
+        self.clock = clock
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.max_msgs_num_batch = max_msgs_num_batch
+        self.files: list[IndexFile] = []
+
+    # --- lifecycle --------------------------------------------------------------------------
+    def load(self) -> bool:
+        """Open the existing files, oldest first. A file that cannot be used is logged (naming
+        it and why) and left on disk untouched; returns False if any was skipped."""
+        os.makedirs(self.index_dir, exist_ok=True)
+        ok = True
+        for name in sorted(os.listdir(self.index_dir)):
+            path = os.path.join(self.index_dir, name)
+            if not os.path.isfile(path) or not name.isdigit():
+                continue
+            try:
+                f = IndexFile(path, self.hash_slot_num, self.index_num)
+            except IndexFileError as exc:
+                log.error("skipping index file: %s", exc)
+                ok = False
+                continue
+            self.files.append(f)
+            log.info("loaded index file %s: %d entries, phy offsets %d..%d", path,
+                     f.entry_count, f.header.begin_phy_offset, f.header.end_phy_offset)
+        return ok
+
+    def flush(self) -> int:
+        """msync every file; returns the newest indexed store timestamp (for the checkpoint's
+        ``indexMsgTimestamp``), 0 if nothing is indexed."""
+        for f in self.files:
+            f.flush()
+        return self.files[-1].header.end_timestamp if self.files else 0
+
+    def shutdown(self) -> None:
+        """Flush and unmap every file."""
+        for f in self.files:
+            f.close()
+        self.files = []
+
+    def destroy(self) -> None:
+        """Delete every index file."""
+        for f in self.files:
+            f.destroy()
+        self.files = []
+
+    # --- write ------------------------------------------------------------------------------
+    @property
+    def last_indexed_phy_offset(self) -> int:
+        """Commitlog offset of the newest indexed message, -1 if none."""
+        for f in reversed(self.files):
+            if f.entry_count > 0:
+                return f.header.end_phy_offset
+        return -1
+
+    def _new_file(self) -> IndexFile:
+        prev = self.files[-1] if self.files else None
+        end_phy = prev.header.end_phy_offset if prev else 0
+        end_ts = prev.header.end_timestamp if prev else 0
+        if prev is not None:
+            prev.flush()
+        ts = int(self.clock.seconds() * 1000)
+        name = index_file_name(ts)
+        # Two files in one millisecond (a test clock, a burst of rolls) must not collide, and a
+        # new name must sort after the last one so load() restores the order.
+        while os.path.exists(os.path.join(self.index_dir, name)) or (
+            prev is not None and name <= prev.name
+        ):
+            ts += 1
+            name = index_file_name(ts)
+        os.makedirs(self.index_dir, exist_ok=True)
+        f = IndexFile(
+            os.path.join(self.index_dir, name), self.hash_slot_num, self.index_num,
+            create=True, end_phy_offset=end_phy, end_timestamp=end_ts,
+        )
+        self.files.append(f)
+        log.info("created index file %s", f.path)
+        return f
+
+    def _writable_file(self) -> IndexFile:
+        if self.files and not self.files[-1].is_write_full():
+            return self.files[-1]
+        return self._new_file()
+
+    def _put_key(self, key: str, commitlog_offset: int, store_timestamp: int) -> None:
+        f = self._writable_file()
+        if not f.put_key(key, commitlog_offset, store_timestamp):
+            f = self._new_file()
+            if not f.put_key(key, commitlog_offset, store_timestamp):
+                raise IndexFileError(f"index file {f.path}: cannot hold even one entry")
+
+    def put(
+        self,
+        topic: str,
+        keys: Iterable[str],
+        uniq_key: str | None,
+        commitlog_offset: int,
+        store_timestamp: int,
+    ) -> bool:
+        """Index one message (``IndexService.buildIndex``); False if skipped as already indexed.
+
+        ``keys`` are the KEYS tokens (see :func:`split_keys`).
+        """
+        last = self.last_indexed_phy_offset
+        if last >= 0 and commitlog_offset <= last:
+            return False
+        if uniq_key:
+            self._put_key(build_key(topic, uniq_key), commitlog_offset, store_timestamp)
+        for key in keys:
+            if key:
+                self._put_key(build_key(topic, key), commitlog_offset, store_timestamp)
+        return True
+
+    def build_index(
+        self,
+        topic: str,
+        keys_property: str | None,
+        uniq_key: str | None,
+        commitlog_offset: int,
+        store_timestamp: int,
+        sys_flag: int = 0,
+    ) -> bool:
+        """Dispatch helper: like :meth:`put` from the raw KEYS property; rolled-back
+        transaction records are not indexed (``IndexService.buildIndex``)."""
+        if transaction_type(sys_flag) == TRANSACTION_ROLLBACK_TYPE:
+            return False
+        return self.put(topic, split_keys(keys_property), uniq_key, commitlog_offset,
+                        store_timestamp)
+
+    # --- read -------------------------------------------------------------------------------
+    def query(
+        self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int
+    ) -> QueryOffsetResult:
+        """Commitlog offsets of messages indexed under ``topic#key`` with store time in
+        [begin_ms, end_ms], newest first, at most ``min(max_num, maxMsgsNumBatch)``
+        (``IndexService.queryOffset``). Offsets of colliding keys may be included."""
+        result = QueryOffsetResult()
+        max_num = min(max_num, self.max_msgs_num_batch)
+        full_key = build_key(topic, key)
+        for i in range(len(self.files) - 1, -1, -1):
+            f = self.files[i]
+            if i == len(self.files) - 1:
+                result.index_last_update_timestamp = f.header.end_timestamp
+                result.index_last_update_phyoffset = f.header.end_phy_offset
+            if f.is_time_matched(begin_ms, end_ms):
+                f.select_phy_offsets(result.phy_offsets, full_key, max_num, begin_ms, end_ms)
+            if f.header.begin_timestamp < begin_ms or len(result.phy_offsets) >= max_num:
+                break
+        return result
+
+    # --- recovery / retention ---------------------------------------------------------------
+    def truncate(self, commitlog_offset: int) -> None:
+        """Forget entries pointing at or beyond ``commitlog_offset`` (the commitlog's valid end
+        after recovery); files left empty are deleted."""
+        while self.files:
+            f = self.files[-1]
+            if f.entry_count == 0 or f.header.begin_phy_offset >= commitlog_offset:
+                if f.entry_count == 0 and len(self.files) == 1:
+                    break
+                self.files.pop().destroy()
+                continue
+            f.truncate_from(commitlog_offset)
+            break
+
+    def delete_expired_files(self, min_commitlog_offset: int) -> int:
+        """Delete files (never the newest) whose every entry is below ``min_commitlog_offset``
+        (``IndexService.deleteExpiredFile``); returns how many were deleted."""
+        doomed = [f for f in self.files[:-1] if f.header.end_phy_offset < min_commitlog_offset]
+        for f in doomed:
+            f.destroy()
+            self.files.remove(f)
+        return len(doomed)
