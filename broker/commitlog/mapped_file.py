@@ -1,0 +1,273 @@
+"""One fixed-size, memory-mapped store file (RocketMQ ``store/MappedFile.java``).
+
+A mapped file is named by the 20-digit decimal offset of its first byte in the logical stream
+(``UtilAll.offset2FileName``), is preallocated to its full size (``posix_fallocate``, so a full
+disk is reported when the file is created rather than as a SIGBUS on a later page write) and is
+pre-touched page by page (``MappedFile.warmMappedFile``: the first touch of a page costs 4-6x).
+
+Positions, all relative to the file start:
+
+* ``wrote_position``: end of the data written into the mapping. Writers advance it only after a
+  whole record (or unit) is in place, so a reader never sees half a record.
+* ``committed_position``: equal to ``wrote_position`` (no transient store pool: we write straight
+  into the mapping); kept for RocketMQ's vocabulary.
+* ``flushed_position``: end of the data known to be on disk (``msync``).
+
+Errors (permission, full disk, wrong size) raise :class:`MappedFileError` naming the file.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import mmap
+import os
+
+log = logging.getLogger(__name__)
+
+OS_PAGE_SIZE = 4096
+#: Linux ``MADV_POPULATE_WRITE`` (5.14+): prefault every page writable in one call.
+_MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)
+_ZERO_CHUNK = bytes(1 << 20)
+
+
+class MappedFileError(OSError):
+    """An I/O problem with a store file; the message names the file (and offset if known)."""
+
+    def __init__(self, message: str, path: str, offset: int | None = None, err: int = 0) -> None:
+        where = path if offset is None else f"{path} at offset {offset}"
+        super().__init__(err or errno.EIO, f"{message}: {where}")
+        self.path = path
+        self.offset = offset
+
+
+def offset_to_file_name(offset: int) -> str:
+    """``UtilAll.offset2FileName``: the offset as 20 decimal digits."""
+    return f"{offset:020d}"
+
+
+def is_store_file_name(name: str) -> bool:
+    """True for a 20-digit store file name."""
+    return len(name) == 20 and name.isdigit()
+
+
+class MappedFile:
+    """A preallocated file of ``file_size`` bytes mapped read/write.
+
+    ``mm`` is the mmap itself; writers may ``pack_into`` it directly and then call
+    :meth:`advance` (or use :meth:`append`). ``last_modified`` is in seconds on the store's
+    clock: set from the file's mtime on load and by the writer on every append, so retention
+    can be driven by a test clock.
+    """
+
+    __slots__ = (
+        "path", "file_size", "file_from_offset", "mm", "_fd", "wrote_position",
+        "flushed_position", "last_modified", "first_create_in_queue",
+    )
+
+    def __init__(
+        self, path: str, file_size: int, *, create: bool = True, warm: bool = True,
+        now: float | None = None,
+    ) -> None:
+        self.path = path
+        self.file_size = file_size
+        name = os.path.basename(path)
+        if not is_store_file_name(name):
+            raise MappedFileError("store file name is not 20 digits", path)
+        self.file_from_offset = int(name)
+        self.first_create_in_queue = False
+        exists = os.path.exists(path)
+        if not exists and not create:
+            raise MappedFileError("store file does not exist", path, err=errno.ENOENT)
+        try:
+            fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
+        except OSError as exc:
+            raise MappedFileError(
+                f"cannot open store file ({exc.strerror})", path, err=exc.errno or 0
+            ) from exc
+        try:
+            actual = os.fstat(fd).st_size
+            if exists and actual not in (0, file_size):
+                raise MappedFileError(
+                    f"store file has size {actual}, expected {file_size}", path,
+                    err=errno.EINVAL,
+                )
+            fresh = actual == 0
+            if fresh:
+                _preallocate(fd, file_size, path)
+            self.mm = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            os.close(fd)
+            if not exists:
+                _silent_unlink(path)
+            raise
+        self._fd = fd
+        if fresh and warm:
+            self.warm()
+        self.wrote_position = 0
+        self.flushed_position = 0
+        self.last_modified = now if now is not None else os.fstat(fd).st_mtime
+
+    # --- positions ---------------------------------------------------------------------------
+    @property
+    def committed_position(self) -> int:
+        """Same as ``wrote_position``: records are written straight into the mapping."""
+        return self.wrote_position
+
+    @property
+    def read_position(self) -> int:
+        """``MappedFile.getReadPosition``: how far readers may read."""
+        return self.wrote_position
+
+    @property
+    def file_tail(self) -> int:
+        """Logical offset just past the written data."""
+        return self.file_from_offset + self.wrote_position
+
+    def is_full(self) -> bool:
+        """True when no byte is left to write."""
+        return self.wrote_position >= self.file_size
+
+    def remaining(self) -> int:
+        """Bytes left to write."""
+        return self.file_size - self.wrote_position
+
+    def set_positions(self, pos: int) -> None:
+        """Set wrote/flushed positions (load and recovery)."""
+        self.wrote_position = pos
+        self.flushed_position = pos
+
+    def advance(self, n: int, now: float | None = None) -> None:
+        """Publish ``n`` bytes written at ``wrote_position`` (call after the bytes are in)."""
+        self.wrote_position += n
+        if now is not None:
+            self.last_modified = now
+
+    # --- data --------------------------------------------------------------------------------
+    def append(self, data: bytes | bytearray | memoryview, now: float | None = None) -> bool:
+        """Write ``data`` at ``wrote_position``; False (nothing written) if it does not fit."""
+        pos = self.wrote_position
+        end = pos + len(data)
+        if end > self.file_size:
+            return False
+        self.mm[pos:end] = data
+        self.wrote_position = end
+        if now is not None:
+            self.last_modified = now
+        return True
+
+    def read(self, pos: int, size: int) -> bytes:
+        """Bytes ``[pos, pos+size)`` of the written data; error if beyond ``wrote_position``."""
+        if pos < 0 or size < 0 or pos + size > self.wrote_position:
+            raise MappedFileError(
+                f"read of {size} bytes beyond written position {self.wrote_position}",
+                self.path, pos, errno.EINVAL,
+            )
+        return self.mm[pos : pos + size]
+
+    def view(self, pos: int = 0, end: int | None = None) -> memoryview:
+        """A memoryview of ``[pos, end)`` (default: up to ``wrote_position``). Release it before
+        :meth:`close` (an exported buffer keeps the mapping open)."""
+        return memoryview(self.mm)[pos : self.wrote_position if end is None else end]
+
+    def warm(self) -> None:
+        """Touch every page so later writes do not fault (``MappedFile.warmMappedFile``)."""
+        try:
+            self.mm.madvise(_MADV_POPULATE_WRITE)
+            return
+        except (OSError, ValueError):
+            pass
+        mm = self.mm
+        for i in range(0, self.file_size, OS_PAGE_SIZE):
+            mm[i] = 0
+
+    def zero_from(self, pos: int) -> int:
+        """Zero ``[pos, file_size)`` (a torn tail); returns bytes actually changed chunks."""
+        mm = self.mm
+        changed = 0
+        i = pos
+        while i < self.file_size:
+            end = min(i + len(_ZERO_CHUNK), self.file_size)
+            if mm[i:end] != _ZERO_CHUNK[: end - i]:
+                mm[i:end] = _ZERO_CHUNK[: end - i]
+                changed += end - i
+            i = end
+        return changed
+
+    # --- durability --------------------------------------------------------------------------
+    def flush(self) -> int:
+        """``msync`` the dirty range; returns the new flushed position."""
+        wrote = self.wrote_position
+        if wrote > self.flushed_position:
+            start = self.flushed_position - self.flushed_position % mmap.PAGESIZE
+            try:
+                self.mm.flush(start, wrote - start)
+            except OSError as exc:
+                raise MappedFileError(
+                    f"flush failed ({exc.strerror})", self.path, self.flushed_position,
+                    exc.errno or 0,
+                ) from exc
+            self.flushed_position = wrote
+        return self.flushed_position
+
+    def flush_all(self) -> None:
+        """``msync`` the whole mapping (after recovery rewrote bytes anywhere)."""
+        try:
+            self.mm.flush()
+        except OSError as exc:
+            raise MappedFileError(f"flush failed ({exc.strerror})", self.path) from exc
+        self.flushed_position = self.wrote_position
+
+    def dirty_pages(self) -> int:
+        """Pages written but not flushed."""
+        return (self.wrote_position // OS_PAGE_SIZE) - (self.flushed_position // OS_PAGE_SIZE)
+
+    def close(self) -> None:
+        """Unmap and close (no flush)."""
+        if self._fd < 0:
+            return
+        try:
+            self.mm.close()
+        except BufferError:
+            log.warning("%s: a view is still exported; mapping left to the GC", self.path)
+        os.close(self._fd)
+        self._fd = -1
+
+    def destroy(self) -> None:
+        """Close and delete the file."""
+        self.close()
+        _silent_unlink(self.path)
+
+    def __repr__(self) -> str:
+        return (
+            f"MappedFile({self.path!r}, wrote={self.wrote_position}, "
+            f"flushed={self.flushed_position})"
+        )
+
+
+def _preallocate(fd: int, size: int, path: str) -> None:
+    try:
+        os.posix_fallocate(fd, 0, size)
+        return
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise MappedFileError(
+                f"no space left on device to preallocate {size} bytes", path, err=errno.ENOSPC
+            ) from exc
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise MappedFileError(
+                f"cannot preallocate {size} bytes ({exc.strerror})", path, err=exc.errno or 0
+            ) from exc
+    try:
+        os.ftruncate(fd, size)  # filesystems without fallocate: a sparse file, like Java setLength
+    except OSError as exc:
+        raise MappedFileError(
+            f"cannot size store file to {size} bytes ({exc.strerror})", path, err=exc.errno or 0
+        ) from exc
+
+
+def _silent_unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
