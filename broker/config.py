@@ -1,0 +1,267 @@
+"""``broker.conf`` → :class:`BrokerConfig`.
+
+``broker.conf`` is RocketMQ's Java-properties file. ``BrokerStartup`` copies every key onto
+``BrokerConfig``, ``NettyServerConfig``, ``NettyClientConfig`` and ``MessageStoreConfig`` at once
+(``MixAll.properties2Object``), so one flat key space covers the broker and its store; this module
+does the same into one dataclass whose fields are the snake_case forms of the Java keys, with
+RocketMQ's defaults. The store's own :class:`~broker.store_config.MessageStoreConfig` is derived
+from it by :meth:`BrokerConfig.to_store_config`.
+
+Values are converted the way ``MixAll.properties2Object`` converts them (``Integer.parseInt``,
+``Long.parseLong``, ``Boolean.parseBoolean`` — so only ``true``, in any case, is true). Unknown
+keys are logged as warnings, never fatal; a number that does not parse is an error naming the key
+(Java silently keeps the default there, which hides typos).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from broker.properties import parse_properties
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+
+class ConfigError(ValueError):
+    """A ``broker.conf`` value that cannot be used; the message names the file, line and key."""
+
+
+def _key(java_key: str) -> dict[str, str]:
+    """Field metadata naming the Java property when snake→camel conversion would not give it."""
+    return {"java_key": java_key}
+
+
+@dataclass
+class BrokerConfig:
+    """The broker's settings, named after RocketMQ's keys (``brokerIP1`` → ``broker_ip1``).
+
+    Defaults are RocketMQ 4.9's, except ``broker_name`` (Java uses the host name; a fixed
+    ``broker-a`` keeps routes stable) and ``broker_ip1`` (Java picks a non-loopback interface;
+    the emulator advertises the host it listens on unless told otherwise).
+    """
+
+    # --- identity / cluster (BrokerConfig.java)
+    broker_cluster_name: str = "DefaultCluster"
+    broker_name: str = "broker-a"
+    broker_id: int = 0
+    broker_ip1: str | None = field(default=None, metadata=_key("brokerIP1"))
+    broker_ip2: str | None = field(default=None, metadata=_key("brokerIP2"))
+    broker_permission: int = 6
+    broker_role: str = "ASYNC_MASTER"
+    namesrv_addr: str | None = None
+    register_name_server_period: int = 30_000
+    # --- network (NettyServerConfig.java)
+    listen_port: int = 10911
+    # --- topics, groups (BrokerConfig.java)
+    auto_create_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    default_topic_queue_nums: int = 8
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+    trace_topic_enable: bool = False
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
+    # --- send / pull behaviour (BrokerConfig.java)
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1000
+    notify_consumer_ids_changed_enable: bool = True
+    reject_transaction_message: bool = False
+    max_reconsume_times: int = 16
+    # --- store (MessageStoreConfig.java)
+    store_path_root_dir: str = field(
+        default_factory=lambda: os.path.join(os.path.expanduser("~"), "store")
+    )
+    store_path_commit_log: str | None = None
+    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
+    mapped_file_size_consume_queue: int = 300_000 * 20
+    flush_disk_type: str = "ASYNC_FLUSH"
+    flush_interval_commit_log: int = 500
+    flush_commit_log_least_pages: int = 4
+    flush_commit_log_thorough_interval: int = 1000 * 10
+    flush_interval_consume_queue: int = 1000
+    flush_consume_queue_least_pages: int = 2
+    sync_flush_timeout: int = 1000 * 5
+    file_reserved_time: int = 72
+    delete_when: str = "04"
+    disk_max_used_space_ratio: int = 75
+    clean_resource_interval: int = 10_000
+    max_message_size: int = 1024 * 1024 * 4
+    message_index_enable: bool = True
+    max_hash_slot_num: int = 5_000_000
+    max_index_num: int = 5_000_000 * 4
+    message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
+    # --- RocketMQ 5 timer messages (MessageStoreConfig.java, 5.x)
+    timer_wheel_enable: bool = True
+    timer_max_delay_sec: int = 3600 * 24 * 3
+    timer_precision_ms: int = 1000
+
+    def namesrv_addrs(self) -> list[str]:
+        """``namesrvAddr`` split on ``;`` as RocketMQ does (empty list if unset)."""
+        if not self.namesrv_addr:
+            return []
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    def advertised_ip(self, listen_host: str) -> str:
+        """The address clients are told to connect to: ``brokerIP1`` or the listening host."""
+        if self.broker_ip1:
+            return self.broker_ip1
+        if listen_host in ("", "0.0.0.0", "::"):
+            # Listening on all interfaces: loopback is the one address certainly reachable.
+            return "127.0.0.1"
+        return listen_host
+
+    def broker_addr(self, listen_host: str) -> str:
+        """``ip:port`` the broker registers with the name server."""
+        return f"{self.advertised_ip(listen_host)}:{self.listen_port}"
+
+    def to_store_config(self) -> Any:
+        """Build the store's ``MessageStoreConfig`` from the same-named settings here.
+
+        Fields are matched by name, with the store's spelling ``commitlog`` also matching
+        RocketMQ's ``commit_log``; fields the store has and this class lacks keep their defaults.
+        """
+        from broker.store_config import MessageStoreConfig
+
+        mine = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        kwargs: dict[str, Any] = {}
+        for f in dataclasses.fields(MessageStoreConfig):
+            if not f.init:
+                continue
+            for candidate in (f.name, f.name.replace("commitlog", "commit_log")):
+                if candidate in mine:
+                    kwargs[f.name] = mine[candidate]
+                    break
+        return MessageStoreConfig(**kwargs)
+
+
+def camel_to_snake(name: str) -> str:
+    """``mappedFileSizeCommitLog`` → ``mapped_file_size_commit_log``; ``brokerIP1`` → ``broker_ip1``."""
+    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s)
+    return s.lower()
+
+
+def snake_to_camel(name: str) -> str:
+    """``flush_disk_type`` → ``flushDiskType`` (the Java key of a field without ``java_key``)."""
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def java_key(f: dataclasses.Field) -> str:
+    """The ``broker.conf`` key of a :class:`BrokerConfig` field."""
+    return f.metadata.get("java_key") or snake_to_camel(f.name)
+
+
+_FIELDS_BY_JAVA_KEY: dict[str, dataclasses.Field] = {
+    java_key(f): f for f in dataclasses.fields(BrokerConfig)
+}
+
+# RocketMQ keys that a real broker.conf often carries and the emulator accepts without effect
+# (thread pools, HA, netty tuning): logged at INFO rather than warned about as unknown.
+IGNORED_KEYS = frozenset(
+    """
+    haListenPort haMasterAddress sendMessageThreadPoolNums pullMessageThreadPoolNums
+    queryMessageThreadPoolNums adminBrokerThreadPoolNums clientManageThreadPoolNums
+    consumerManageThreadPoolNums heartbeatThreadPoolNums endTransactionThreadPoolNums
+    useReentrantLockWhenPutMessage waitTimeMillsInSendQueue serverWorkerThreads
+    serverCallbackExecutorThreads serverSelectorThreads serverSocketSndBufSize
+    serverSocketRcvBufSize serverPooledByteBufAllocatorEnable useEpollNativeSelector
+    transientStorePoolEnable transientStorePoolSize fastFailIfNoBufferInStorePool
+    aclEnable enablePropertyFilter filterSupportRetry enableCalcFilterBitMap
+    storePathConsumeQueue storePathIndex storeCheckpoint abortFile rocketmqHome
+    slaveReadEnable duplicationEnable warmMapedFileEnable isEnableBatchPush
+    """.split()
+)
+
+
+def _convert(raw: str, f: dataclasses.Field, where: str) -> Any:
+    """Convert a property string to the field's type as ``MixAll.properties2Object`` does."""
+    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    if kind.startswith("bool"):
+        value = raw.strip()
+        if value.lower() not in ("true", "false"):
+            # Java's Boolean.parseBoolean: anything but "true" is false; say so.
+            log.warning("%s: %r is not true/false; RocketMQ reads it as false", where, raw)
+        return value.lower() == "true"
+    if kind.startswith("int"):
+        try:
+            return int(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{where}: {raw!r} is not an integer") from None
+    if raw == "" and "None" in kind:
+        return None
+    return raw
+
+
+@dataclass
+class LoadedConfig:
+    """A parsed ``broker.conf``: the config plus which keys the file set explicitly."""
+
+    config: BrokerConfig
+    explicit: set[str] = field(default_factory=set)
+    unknown: list[str] = field(default_factory=list)
+
+
+def config_from_properties(
+    properties: dict[str, str] | list, source: str = "broker.conf"
+) -> LoadedConfig:
+    """Apply ``key=value`` properties (a dict, or entries from :func:`parse_properties`)."""
+    if isinstance(properties, dict):
+        items = [(k, v, None) for k, v in properties.items()]
+    else:
+        items = [(e.key, e.value, e.line) for e in properties]
+    cfg = BrokerConfig()
+    loaded = LoadedConfig(cfg)
+    for key, raw, line in items:
+        where = f"{source}:{line} {key}" if line else f"{source} {key}"
+        f = _FIELDS_BY_JAVA_KEY.get(key)
+        if f is None:
+            if key in IGNORED_KEYS:
+                log.info("%s: accepted, has no effect in the emulator", where)
+            else:
+                log.warning("%s: unknown key ignored", where)
+                loaded.unknown.append(key)
+            continue
+        setattr(cfg, f.name, _convert(raw, f, where))
+        loaded.explicit.add(f.name)
+    _validate(cfg, source)
+    return loaded
+
+
+def _validate(cfg: BrokerConfig, source: str) -> None:
+    if cfg.flush_disk_type not in ("ASYNC_FLUSH", "SYNC_FLUSH"):
+        raise ConfigError(
+            f"{source}: flushDiskType {cfg.flush_disk_type!r} must be ASYNC_FLUSH or SYNC_FLUSH"
+        )
+    if not 0 < cfg.listen_port < 65536:
+        raise ConfigError(f"{source}: listenPort {cfg.listen_port} out of range")
+    from broker.schedule.delay_levels import DelayLevelError, parse_delay_levels
+
+    try:
+        parse_delay_levels(cfg.message_delay_level)
+    except DelayLevelError as e:
+        raise ConfigError(f"{source}: {e}") from None
+
+
+def parse_broker_conf(text: str, source: str = "broker.conf") -> LoadedConfig:
+    """Parse the text of a ``broker.conf``."""
+    return config_from_properties(parse_properties(text), source)
+
+
+def load_broker_conf(path: str | os.PathLike) -> LoadedConfig:
+    """Read and parse a ``broker.conf`` file (ISO-8859-1 tolerated, UTF-8 preferred)."""
+    p = Path(path)
+    data = p.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        # Properties.load(InputStream) reads ISO-8859-1.
+        text = data.decode("latin-1")
+    return parse_broker_conf(text, str(p))
