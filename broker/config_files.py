@@ -1,0 +1,79 @@
+"""RocketMQ's JSON config files under ``{storePathRootDir}/config/`` (protocol.md §5.1, §3.8).
+
+One import point for the store facade and the processors; the code lives in ``broker/configs/``:
+
+* ``topics.json``            -> :class:`TopicConfigManager` (``TopicConfigSerializeWrapper``)
+* ``consumerOffset.json``    -> :class:`ConsumerOffsetManager` (``{"offsetTable":{"topic@group":{qid:offset}}}``)
+* ``delayOffset.json``       -> :class:`DelayOffsetManager` (``{"offsetTable":{level:offset}}``)
+* ``subscriptionGroup.json`` -> :class:`SubscriptionGroupManager` (``SubscriptionGroupWrapper``)
+
+Every manager has ``load() -> bool`` (falls back to ``<file>.bak`` when the file is corrupt) and
+``persist() -> bool`` (tmp + fsync + rename, previous content kept in ``.bak``).
+"""
+
+from __future__ import annotations
+
+from broker.configs.base import (
+    CONSUMER_OFFSET_JSON,
+    DELAY_OFFSET_JSON,
+    SUBSCRIPTION_GROUP_JSON,
+    TOPICS_JSON,
+    ConfigFileError,
+    ConfigManager,
+    DataVersion,
+    config_file_path,
+)
+from broker.configs.offsets import TOPIC_GROUP_SEPARATOR, ConsumerOffsetManager, DelayOffsetManager
+from broker.configs.subscription import (
+    SubscriptionGroupConfig,
+    SubscriptionGroupManager,
+    is_sys_consumer_group,
+)
+from broker.configs.topics import (
+    PERM_INHERIT,
+    PERM_PRIORITY,
+    PERM_READ,
+    PERM_WRITE,
+    TopicConfig,
+    TopicConfigManager,
+    dlq_topic,
+    is_inherited,
+    is_readable,
+    is_writeable,
+    retry_topic,
+)
+
+__all__ = [
+    "CONSUMER_OFFSET_JSON", "DELAY_OFFSET_JSON", "SUBSCRIPTION_GROUP_JSON", "TOPICS_JSON",
+    "ConfigFileError", "ConfigManager", "DataVersion", "config_file_path",
+    "TOPIC_GROUP_SEPARATOR", "ConsumerOffsetManager", "DelayOffsetManager",
+    "SubscriptionGroupConfig", "SubscriptionGroupManager", "is_sys_consumer_group",
+    "PERM_INHERIT", "PERM_PRIORITY", "PERM_READ", "PERM_WRITE", "TopicConfig",
+    "TopicConfigManager", "dlq_topic", "is_inherited", "is_readable", "is_writeable",
+    "retry_topic", "open_config_managers",
+]
+
+
+def open_config_managers(store_root: str, clock=None, **topic_options) -> dict[str, ConfigManager]:
+    """Create and load the four managers of a store; ``topic_options`` go to
+    :class:`TopicConfigManager` (broker_name, broker_cluster_name, auto_create_topic_enable, ...).
+
+    Returns ``{"topic_config", "consumer_offsets", "delay_offsets", "subscription_groups"}``;
+    raises :class:`ConfigFileError` naming the file when a file and its backup are both unusable.
+    """
+    managers: dict[str, ConfigManager] = {
+        "topic_config": TopicConfigManager(
+            config_file_path(store_root, TOPICS_JSON), clock, **topic_options
+        ),
+        "consumer_offsets": ConsumerOffsetManager(
+            config_file_path(store_root, CONSUMER_OFFSET_JSON)
+        ),
+        "delay_offsets": DelayOffsetManager(config_file_path(store_root, DELAY_OFFSET_JSON)),
+        "subscription_groups": SubscriptionGroupManager(
+            config_file_path(store_root, SUBSCRIPTION_GROUP_JSON), clock
+        ),
+    }
+    for m in managers.values():
+        if not m.load():
+            raise ConfigFileError(f"{m.path}: neither the file nor {m.bak_path} can be loaded")
+    return managers
