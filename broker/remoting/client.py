@@ -1,0 +1,141 @@
+"""Outgoing remoting connections: a pool keyed by ``"host:port"`` (Java ``NettyRemotingClient``).
+
+Used by the broker (register with the name server, push to clients), by ``client/`` and by tests.
+A connection that closes is dropped from the pool; the next ``invoke`` reconnects.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from twisted.internet import defer
+from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint, connectProtocol
+
+from broker.message import is_ipv6, split_addr
+from broker.remoting.command import RemotingCommand
+from broker.remoting.protocol import (
+    DEFAULT_MAX_LENGTH,
+    RemotingConnectionError,
+    RemotingProtocol,
+    RemotingTimeoutError,
+    RequestDispatcher,
+)
+
+log = logging.getLogger(__name__)
+
+
+class RemotingClient:
+    """Pool of :class:`RemotingProtocol` connections, one per ``"host:port"``.
+
+    ``dispatcher`` answers requests the servers push to us (e.g. NOTIFY_CONSUMER_IDS_CHANGED).
+    """
+
+    def __init__(
+        self,
+        reactor: Any,
+        dispatcher: RequestDispatcher | None = None,
+        max_length: int = DEFAULT_MAX_LENGTH,
+        connect_timeout: float = 3.0,
+    ) -> None:
+        self.reactor = reactor
+        self.dispatcher = dispatcher if dispatcher is not None else RequestDispatcher(reactor)
+        self.max_length = max_length
+        self.connect_timeout = connect_timeout
+        self._conns: dict[str, RemotingProtocol] = {}
+        self._connecting: dict[str, list[defer.Deferred]] = {}
+        self._closed = False
+
+    def connection(self, addr: str) -> defer.Deferred:
+        """A Deferred firing with the open connection to ``addr`` (connecting if needed)."""
+        if self._closed:
+            return defer.fail(RemotingConnectionError("client is closed"))
+        conn = self._conns.get(addr)
+        if conn is not None and not conn.closed:
+            return defer.succeed(conn)
+        waiter: defer.Deferred = defer.Deferred()
+        waiters = self._connecting.get(addr)
+        if waiters is not None:
+            waiters.append(waiter)
+            return waiter
+        self._connecting[addr] = [waiter]
+        try:
+            host, port = split_addr(addr)
+        except ValueError:
+            del self._connecting[addr]
+            return defer.fail(RemotingConnectionError(f"bad address {addr!r}"))
+        endpoint_cls = TCP6ClientEndpoint if _is_v6(host) else TCP4ClientEndpoint
+        endpoint = endpoint_cls(self.reactor, host, port, timeout=self.connect_timeout)
+        proto = RemotingProtocol(self.dispatcher, self.reactor, self.max_length)
+        connectProtocol(endpoint, proto).addCallbacks(
+            self._connected, self._connect_failed, callbackArgs=(addr,), errbackArgs=(addr,)
+        )
+        return waiter
+
+    def _connected(self, proto: RemotingProtocol, addr: str) -> None:
+        waiters = self._connecting.pop(addr, [])
+        if self._closed:
+            proto.close()
+            for w in waiters:
+                w.errback(RemotingConnectionError("client is closed"))
+            return
+        self._conns[addr] = proto
+        proto.add_close_callback(lambda c: self._forget(addr, c))
+        for w in waiters:
+            w.callback(proto)
+
+    def _connect_failed(self, failure: Any, addr: str) -> None:
+        waiters = self._connecting.pop(addr, [])
+        reason = failure.value
+        log.debug("connect to %s failed: %s", addr, reason)
+        for w in waiters:
+            w.errback(RemotingConnectionError(f"cannot connect to {addr}: {reason}"))
+
+    def _forget(self, addr: str, conn: RemotingProtocol) -> None:
+        if self._conns.get(addr) is conn:
+            del self._conns[addr]
+
+    def invoke(self, addr: str, cmd: RemotingCommand, timeout: float = 3.0) -> defer.Deferred:
+        """Send ``cmd`` to ``addr``; fires with the response RemotingCommand.
+
+        Fails with RemotingConnectionError (cannot connect / closed) or RemotingTimeoutError.
+        """
+        d = self.connection(addr)
+        d.addCallback(lambda conn: conn.send_request(cmd, timeout, self.reactor))
+        return d
+
+    def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> defer.Deferred:
+        """Send ``cmd`` as oneway; fires (with None) once written, or fails if no connection."""
+        d = self.connection(addr)
+        d.addCallback(lambda conn: conn.send_oneway(cmd))
+        return d
+
+    def close_connection(self, addr: str) -> None:
+        """Close the pooled connection to ``addr`` (if any)."""
+        conn = self._conns.pop(addr, None)
+        if conn is not None:
+            conn.close()
+
+    def close(self) -> defer.Deferred:
+        """Close every connection; fires when all are closed. Later invokes fail."""
+        self._closed = True
+        conns = list(self._conns.values())
+        self._conns.clear()
+        waits = [c.when_closed() for c in conns]
+        for c in conns:
+            c.close()
+        return defer.DeferredList(waits)
+
+
+def _is_v6(host: str) -> bool:
+    try:
+        return is_ipv6(host)
+    except ValueError:
+        return False  # a host name: let the IPv4 endpoint resolve it
+
+
+__all__ = [
+    "RemotingClient",
+    "RemotingConnectionError",
+    "RemotingTimeoutError",
+]
