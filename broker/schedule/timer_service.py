@@ -1,0 +1,239 @@
+"""Arbitrary-time delivery (QMQ-style schedule_log + hashed wheel over RocketMQ 5 timer messages).
+
+Flow:
+
+1. The send processor rewrites a timer message to ``rmq_sys_wheel_timer`` queue 0
+   (:func:`broker.schedule.timer_message.transform_timer_message`) and acknowledges it once
+   it is in the commitlog.
+2. The **replayer** follows that queue from a persisted cursor (woken by the store's arrival
+   listener) and copies each message, whole, into the schedule_log segment of its due bucket.
+   If the bucket is already loaded (or being loaded, past the load snapshot) the record goes
+   straight into the wheel (:class:`~broker.schedule.timer_loader.BucketLoader`).
+3. The **loader** brings buckets into the :class:`~broker.schedule.hash_wheel.HashedWheel`
+   ahead of time.
+4. When an entry fires, its payload is read back from the schedule_log, converted
+   (:func:`~broker.schedule.timer_message.convert_timer_message`) and put on its real
+   topic/queue; then its sequence is appended to the bucket's dispatch_log. A failed put is
+   retried ``retry_delay_ms`` later, never skipped.
+5. A bucket in the past whose records are all dispatched is dropped whole (both files).
+
+Recovery (:meth:`TimerService.load`): the schedule_log is scanned and verified; the replay
+cursor is ``max(checkpoint, highest source offset in the schedule_log + 1)`` so nothing is
+copied twice even if the checkpoint lagged; the loader re-adds only records missing from
+their bucket's dispatch_log. A message put but not yet logged as dispatched at the crash is
+delivered again (at-least-once for in-flight messages only).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from twisted.internet.task import LoopingCall
+
+from broker.commitlog.record import RecordError, decode_record
+from broker.message import TIMER_TOPIC
+from broker.schedule.checkpoint import TimerCheckpoint
+from broker.schedule.delay_level_service import put_ok
+from broker.schedule.dispatch_log import DispatchLog
+from broker.schedule.hash_wheel import HashedWheel, now_ms
+from broker.schedule.schedule_log import ScheduleEntry, ScheduleLog
+from broker.schedule.timer_loader import BucketLoader
+from broker.schedule.timer_message import (
+    DEFAULT_TIMER_MAX_DELAY_SEC,
+    convert_timer_message,
+    timer_out_ms,
+)
+
+log = logging.getLogger(__name__)
+
+REPLAY_BATCH = 2048
+
+
+@dataclass
+class TimerConfig:
+    """Timer settings (broker.conf names in comments)."""
+
+    bucket_ms: int = 3_600_000  # segment.scale.minute (QMQ) as ms
+    load_advance_ms: int = 30 * 60_000  # load.in.advance.min (QMQ)
+    tick_ms: int = 10  # wheel tick
+    max_delay_sec: int = DEFAULT_TIMER_MAX_DELAY_SEC  # timerMaxDelaySec
+    checkpoint_interval_ms: int = 1000  # timerFlushIntervalMs
+    retry_delay_ms: int = 100  # re-put after a failed put
+    fsync: bool = False  # fsync schedule/dispatch logs at each checkpoint
+
+
+class TimerService:
+    """Replayer + loader + wheel + dispatcher for ``rmq_sys_wheel_timer``."""
+
+    def __init__(self, store: Any, clock: Any, root_dir: str, config: TimerConfig | None = None):
+        self.store = store
+        self.clock = clock
+        self.config = config or TimerConfig()
+        self.root = os.path.join(root_dir, "timer")
+        os.makedirs(self.root, exist_ok=True)
+        self.checkpoint_path = os.path.join(self.root, "schedule_checkpoint")
+        self.slog = ScheduleLog(self.root, self.config.bucket_ms)
+        self.dlog = DispatchLog(self.root)
+        self.wheel = HashedWheel(clock, self._on_fire, self.config.tick_ms)
+        self.loader = BucketLoader(clock, self.slog, self.dlog, self.wheel,
+                                   self.config.load_advance_ms, self._maybe_drop)
+        self.replay_offset = 0
+        self.dropped_below_ms = 0
+        self._replay_call = None
+        self._checkpoint_loop: LoopingCall | None = None
+        self._running = False
+        self.delivered = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def load(self) -> bool:
+        """Recover the schedule_log and the replay cursor."""
+        cp = TimerCheckpoint.load(self.checkpoint_path)
+        self.slog.load()
+        self.dropped_below_ms = cp.dropped_below_ms
+        self.replay_offset = max(cp.replay_offset, self.slog.max_source_offset() + 1)
+        log.info("timer: %d segments, replay from offset %d (checkpoint %d)",
+                 len(self.slog.segments), self.replay_offset, cp.replay_offset)
+        return True
+
+    def start(self) -> None:
+        """Load due buckets, start the wheel, catch up with the timer queue."""
+        self._running = True
+        self.loader.start()
+        self.wheel.start()
+        loop = LoopingCall(self._periodic)
+        loop.clock = self.clock
+        loop.start(self.config.checkpoint_interval_ms / 1000.0, now=False)
+        self._checkpoint_loop = loop
+        self.replay()
+
+    def shutdown(self) -> None:
+        """Stop timers and write the checkpoint; pending wheel entries stay on disk."""
+        self._running = False
+        self.loader.stop()
+        self.wheel.stop()
+        if self._replay_call is not None and self._replay_call.active():
+            self._replay_call.cancel()
+        self._replay_call = None
+        if self._checkpoint_loop is not None and self._checkpoint_loop.running:
+            self._checkpoint_loop.stop()
+        self.save_checkpoint()
+        self.slog.close()
+        self.dlog.close()
+
+    def _periodic(self) -> None:
+        self.sweep()
+        self.save_checkpoint()
+
+    def sweep(self) -> None:
+        """Drop loaded buckets that have ended and are fully dispatched."""
+        now = now_ms(self.clock)
+        for bucket in sorted(self.loader.loaded_buckets):
+            if bucket + self.slog.bucket_ms <= now:
+                self._maybe_drop(bucket)
+
+    def save_checkpoint(self) -> None:
+        """Persist the replay cursor (and fsync the logs if configured)."""
+        if self.config.fsync:
+            self.slog.flush()
+            self.dlog.flush()
+        TimerCheckpoint(self.replay_offset, self.loader.loaded_until_ms or 0,
+                        self.dropped_below_ms).save(self.checkpoint_path, self.config.fsync)
+
+    @property
+    def pending(self) -> int:
+        """Entries currently in the wheel."""
+        return len(self.wheel)
+
+    # -- replayer ----------------------------------------------------------------------------
+    def on_arrival(self, queue_id: int) -> None:
+        """A message arrived on the timer topic: replay on the next reactor turn (coalesced)."""
+        if self._running and self._replay_call is None:
+            self._replay_call = self.clock.callLater(0, self.replay)
+
+    def replay(self) -> None:
+        """Copy new timer-topic messages into the schedule_log (and the wheel when loaded)."""
+        self._replay_call = None
+        if not self._running:
+            return
+        store = self.store
+        min_offset = store.get_min_offset_in_queue(TIMER_TOPIC, 0)
+        if self.replay_offset < min_offset:
+            log.error("timer: replay offset %d below queue min %d; messages in between lost",
+                      self.replay_offset, min_offset)
+            self.replay_offset = min_offset
+        units = store.get_consume_queue_units(TIMER_TOPIC, 0, self.replay_offset, REPLAY_BATCH)
+        for commitlog_offset, size, _tags in units:
+            raw = store.read_raw(commitlog_offset, size)
+            try:
+                record = decode_record(raw, with_body=False)
+                due = timer_out_ms(record)
+            except RecordError as exc:
+                log.error("timer: unreadable message at commitlog offset %d (%s); skipped",
+                          commitlog_offset, exc)
+                self.replay_offset += 1
+                continue
+            if due is None:
+                log.warning("timer: message at %d has no TIMER_OUT_MS; delivering now",
+                            commitlog_offset)
+                due = now_ms(self.clock)
+            bucket = self.slog.bucket_of(due)
+            self.loader.before_append(bucket)
+            bucket, entry = self.slog.append(due, self.replay_offset, bytes(raw))
+            if self.loader.accepts(bucket, entry):
+                self.wheel.add(due, (bucket, entry))
+            self.replay_offset += 1
+        if len(units) == REPLAY_BATCH:
+            self._replay_call = self.clock.callLater(0, self.replay)
+
+    # -- dispatcher ----------------------------------------------------------------------------
+    def _on_fire(self, batch: list[tuple[int, tuple[int, ScheduleEntry]]]) -> None:
+        dispatched: dict[int, list[int]] = defaultdict(list)
+        now = now_ms(self.clock)
+        retry: list[tuple[int, tuple[int, ScheduleEntry]]] = []
+        for due, item in batch:
+            bucket, entry = item
+            try:
+                raw = self.slog.read_payload(bucket, entry)
+                record = decode_record(raw)
+            except (RecordError, KeyError, OSError) as exc:
+                log.error("timer: bucket %d seq %d unreadable (%s); dropped", bucket,
+                          entry.sequence, exc)
+                dispatched[bucket].append(entry.sequence)
+                continue
+            message = convert_timer_message(record, record.store_timestamp, now)
+            result = self.store.put_message(message)
+            if put_ok(result):
+                dispatched[bucket].append(entry.sequence)
+                self.delivered += 1
+            else:
+                retry.append((due, item))
+        for bucket, seqs in dispatched.items():
+            self.dlog.segment(bucket).append_many(seqs)
+            self._maybe_drop(bucket)
+        if retry:
+            log.warning("timer: %d puts failed; retrying in %d ms", len(retry),
+                        self.config.retry_delay_ms)
+            at = now + self.config.retry_delay_ms
+            for _due, item in retry:
+                self.wheel.add(at, item)
+
+    def _maybe_drop(self, bucket: int) -> None:
+        """Drop a past bucket whose records are all dispatched."""
+        if bucket + self.slog.bucket_ms > now_ms(self.clock):
+            return
+        seg = self.slog.segment(bucket, create=False)
+        if seg is None:
+            return
+        dseg = self.dlog.segment(bucket)
+        if len(dseg.dispatched) < seg.count:
+            return
+        # Persist the cursor first: the dropped segment no longer vouches for its offsets.
+        self.dropped_below_ms = max(self.dropped_below_ms, bucket + self.slog.bucket_ms)
+        self.save_checkpoint()
+        self.slog.drop(bucket)
+        self.dlog.drop(bucket)
+        self.loader.unload(bucket)
