@@ -121,11 +121,12 @@ class BrokerConfig:
         """``ip:port`` the broker registers with the name server."""
         return f"{self.advertised_ip(listen_host)}:{self.listen_port}"
 
-    def to_store_config(self) -> Any:
+    def to_store_config(self, listen_host: str = "127.0.0.1") -> Any:
         """Build the store's ``MessageStoreConfig`` from the same-named settings here.
 
         Fields are matched by name, with the store's spelling ``commitlog`` also matching
         RocketMQ's ``commit_log``; fields the store has and this class lacks keep their defaults.
+        ``store_host`` (written into records) is the advertised ``ip:port``.
         """
         from broker.store_config import MessageStoreConfig
 
@@ -138,6 +139,8 @@ class BrokerConfig:
                 if candidate in mine:
                     kwargs[f.name] = mine[candidate]
                     break
+        if "store_host" in {f.name for f in dataclasses.fields(MessageStoreConfig)}:
+            kwargs["store_host"] = self.broker_addr(listen_host)
         return MessageStoreConfig(**kwargs)
 
 

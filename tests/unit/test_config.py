@@ -195,3 +195,18 @@ def test_properties_bad_unicode_escape():
     """A malformed \\u escape is an error naming the line."""
     with pytest.raises(PropertiesError, match="line 2"):
         parse_properties("a=1\nb=\\u12G4\n")
+
+
+def test_store_config_is_derived():
+    """MessageStoreConfig takes the store settings and the advertised store host."""
+    cfg = parse_broker_conf(
+        "storePathRootDir=/tmp/x\nmappedFileSizeCommitLog=65536\nflushDiskType=SYNC_FLUSH\n"
+        "fileReservedTime=5\nmaxMessageSize=1000\nlistenPort=20000\n"
+    ).config
+    sc = cfg.to_store_config("127.0.0.1")
+    assert sc.store_path_root_dir == "/tmp/x"
+    assert sc.mapped_file_size_commitlog == 65536
+    assert sc.flush_disk_type == "SYNC_FLUSH"
+    assert sc.file_reserved_time == 5
+    assert sc.max_message_size == 1000
+    assert sc.store_host == "127.0.0.1:20000"
