@@ -194,6 +194,17 @@ class MappedFile:
             i = end
         return changed
 
+    def all_zero_from(self, pos: int) -> bool:
+        """True when ``[pos, file_size)`` holds only zero bytes (nothing was written there)."""
+        mm = self.mm
+        i = pos
+        while i < self.file_size:
+            end = min(i + len(_ZERO_CHUNK), self.file_size)
+            if mm[i:end] != _ZERO_CHUNK[: end - i]:
+                return False
+            i = end
+        return True
+
     # --- durability --------------------------------------------------------------------------
     def flush(self) -> int:
         """``msync`` the dirty range; returns the new flushed position."""

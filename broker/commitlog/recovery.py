@@ -1,0 +1,212 @@
+"""Commitlog recovery at start-up (RocketMQ ``CommitLog.recoverNormally`` /
+``recoverAbnormally`` and ``checkMessageAndReturnSize``).
+
+* Normal (no ``abort`` file): scan from the third-to-last file.
+* Abnormal (``abort`` present, i.e. a crash): scan from the newest file whose first record was
+  stored before the checkpoint's ``min_timestamp``; the store re-dispatches from there.
+
+Each record is checked: magic, TOTALSIZE within the file, TOTALSIZE equal to the length its
+fields add up to, body CRC (``checkCRCOnRecover``). The valid end is where the data stops
+(zeros, a TOTALSIZE of 0 left by a write killed before it published the record, or a bad record
+with nothing but zeros after it: a torn tail). The tail is then zeroed and later files deleted.
+
+Where RocketMQ would truncate at the first bad record even with good data after it, we refuse
+to throw acknowledged data away:
+
+* a record whose framing is intact but whose body CRC is wrong, followed by more records, is
+  kept and reported in ``corrupt_offsets`` (the store never serves it);
+* a record with broken framing (wrong magic, impossible length) followed by non-zero bytes
+  stops recovery with :class:`RecoveryError` naming the file and offset.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+from broker.commitlog.commitlog import CommitLog
+from broker.commitlog.mapped_file import MappedFile, MappedFileError
+from broker.commitlog.record import (
+    BLANK_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
+)
+from broker.message import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+
+log = logging.getLogger(__name__)
+
+_HEAD = struct.Struct(">iiiiiqqiq")  # totalSize .. bornTimestamp (48 bytes)
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_MIN_RECORD = 91
+
+END = 0
+BLANK = -1
+
+
+class RecoveryError(MappedFileError):
+    """Corruption that recovery will not repair by truncation (acknowledged data follows)."""
+
+
+class BadRecord(Exception):
+    """A record that fails a check: ``framing`` False means only the CRC is wrong."""
+
+    def __init__(self, reason: str, size: int = 0, framing: bool = True) -> None:
+        super().__init__(reason)
+        self.size = size
+        self.framing = framing
+
+
+def check_record(mm, pos: int, limit: int, check_crc: bool) -> int:
+    """Size of the valid record at ``pos``; END (0) for end of data, BLANK (-1) for the
+    end-of-file filler; raises :class:`BadRecord`."""
+    if pos + 8 > limit:
+        return END
+    size, magic = struct.unpack_from(">ii", mm, pos)
+    if magic == BLANK_MAGIC_CODE:
+        return BLANK
+    if size == 0:
+        return END  # zeros, or a record whose writer died before publishing its TOTALSIZE
+    if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
+        raise BadRecord(f"wrong magic {magic & 0xFFFFFFFF:#010x}")
+    if size < _MIN_RECORD or pos + size > limit:
+        raise BadRecord(f"TOTALSIZE {size} impossible ({limit - pos} bytes left in the file)")
+    sys_flag = _I32.unpack_from(mm, pos + 36)[0]
+    bh = 20 if sys_flag & BORNHOST_V6_FLAG else 8
+    sh = 20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8
+    p = pos + 48 + bh + 8 + sh + 12
+    body_len = _I32.unpack_from(mm, p)[0]
+    p += 4
+    end = pos + size
+    if body_len < 0 or p + body_len + 3 > end:
+        raise BadRecord(f"BODYLENGTH {body_len} does not fit TOTALSIZE {size}")
+    body_at = p
+    p += body_len
+    if magic == MESSAGE_MAGIC_CODE:
+        topic_len = mm[p]
+        p += 1
+    else:
+        topic_len = _I16.unpack_from(mm, p)[0]
+        p += 2
+    p += topic_len
+    if topic_len < 0 or p + 2 > end:
+        raise BadRecord(f"TOPICLENGTH {topic_len} does not fit TOTALSIZE {size}")
+    props_len = _I16.unpack_from(mm, p)[0]
+    p += 2 + props_len
+    if props_len < 0 or p != end:
+        raise BadRecord(f"TOTALSIZE {size} but the fields add up to {p - pos}")
+    if check_crc:
+        crc = _I32.unpack_from(mm, pos + 8)[0]
+        if zlib.crc32(memoryview(mm)[body_at : body_at + body_len]) & 0x7FFFFFFF != crc:
+            raise BadRecord(f"BODYCRC mismatch (stored {crc})", size, framing=False)
+    return size
+
+
+def first_store_timestamp(mf: MappedFile) -> int:
+    """STORETIMESTAMP of the file's first record, 0 if it does not start with a record."""
+    size, magic = struct.unpack_from(">ii", mf.mm, 0)
+    if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2) or size <= 0:
+        return 0
+    sys_flag = _I32.unpack_from(mf.mm, 36)[0]
+    bh = 20 if sys_flag & BORNHOST_V6_FLAG else 8
+    return _I64.unpack_from(mf.mm, 48 + bh)[0]
+
+
+@dataclass
+class RecoveryResult:
+    """What recovery found: the valid end, where scanning (and re-dispatch) started, records
+    kept despite a CRC mismatch, and how many bytes of torn tail were dropped."""
+
+    end_offset: int = 0
+    scan_from: int = 0
+    corrupt_offsets: list[int] = field(default_factory=list)
+    truncated_from: int | None = None
+    records: int = 0
+
+
+def _later_data(files: list[MappedFile], idx: int, pos: int) -> bool:
+    if not files[idx].all_zero_from(pos):
+        return True
+    return any(not mf.all_zero_from(0) for mf in files[idx + 1:])
+
+
+def scan(commitlog: CommitLog, start_index: int, check_crc: bool) -> RecoveryResult:
+    """Walk records from ``files[start_index]`` to the valid end (no changes made)."""
+    files = commitlog.queue.files
+    res = RecoveryResult()
+    if not files:
+        return res
+    res.scan_from = files[start_index].file_from_offset
+    idx = start_index
+    pos = 0
+    while True:
+        mf = files[idx]
+        try:
+            r = check_record(mf.mm, pos, mf.file_size, check_crc)
+        except BadRecord as bad:
+            where = mf.file_from_offset + pos
+            after = pos + bad.size if not bad.framing else pos + 8
+            if not _later_data(files, idx, after):
+                log.warning("%s: torn tail at offset %d (%s); truncating", mf.path, where, bad)
+                res.truncated_from = where
+                res.end_offset = where
+                return res
+            if not bad.framing:
+                log.error("%s: record at offset %d is corrupt (%s); kept, never served",
+                          mf.path, where, bad)
+                res.corrupt_offsets.append(where)
+                pos += bad.size
+                res.records += 1
+                continue
+            raise RecoveryError(
+                f"corrupt commitlog record ({bad}) with data after it; refusing to truncate "
+                "acknowledged messages", mf.path, where,
+            ) from None
+        if r > 0:
+            pos += r
+            res.records += 1
+            continue
+        if r == BLANK and idx + 1 < len(files):
+            idx += 1
+            pos = 0
+            continue
+        where = mf.file_from_offset + pos
+        if r == END:
+            if any(not later.all_zero_from(0) for later in files[idx + 1:]):
+                raise RecoveryError(
+                    "records end here but later commitlog files hold data; refusing to "
+                    "truncate acknowledged messages", mf.path, where,
+                )
+            if not mf.all_zero_from(pos):
+                log.warning("%s: bytes after the last valid record at offset %d "
+                            "(a write that never published its TOTALSIZE); dropping them",
+                            mf.path, where)
+                res.truncated_from = where
+        res.end_offset = mf.file_from_offset + (pos if r != BLANK else mf.file_size)
+        return res
+
+
+def recover(commitlog: CommitLog, *, abnormal: bool, min_timestamp: int,
+            check_crc: bool = True) -> RecoveryResult:
+    """Find the valid end, zero the torn tail and delete files after it."""
+    files = commitlog.queue.files
+    if not files:
+        return RecoveryResult()
+    if abnormal:
+        start = 0
+        for i in range(len(files) - 1, -1, -1):
+            ts = first_store_timestamp(files[i])
+            if ts and ts <= min_timestamp:
+                start = i
+                break
+    else:
+        start = max(0, len(files) - 3)
+    res = scan(commitlog, start, check_crc)
+    commitlog.queue.truncate_dirty(res.end_offset)
+    commitlog.queue.set_flushed_where(res.end_offset)
+    log.info("commitlog recovered (%s): %d records scanned from %d, valid end %d",
+             "abnormal" if abnormal else "normal", res.records, res.scan_from, res.end_offset)
+    return res
