@@ -396,3 +396,230 @@ def iter_records(
         rec = decode_record(buf, pos, **kwargs)
         yield pos, rec
         pos += rec.total_size
+
+
+# --- columnar scan (reports/, bench/) -------------------------------------------------------------
+#: Names :func:`scan_columns` can fill, in record order: the construct spec's field names plus the
+#: three length fields.
+SCAN_FIELDS = (
+    "totalSize", "magicCode", "bodyCRC", "queueId", "flag", "queueOffset", "physicalOffset",
+    "sysFlag", "bornTimestamp", "bornHost", "storeTimestamp", "storeHostAddress",
+    "reconsumeTimes", "preparedTransactionOffset", "bodyLength", "body", "topicLength", "topic",
+    "propertiesLength", "properties",
+)
+# Index of each fixed field in a _V4 tuple (IPv4 hosts); the hosts are raw 8-byte blocks there.
+_V4_INDEX = {
+    "totalSize": 0, "magicCode": 1, "bodyCRC": 2, "queueId": 3, "flag": 4, "queueOffset": 5,
+    "physicalOffset": 6, "sysFlag": 7, "bornTimestamp": 8, "bornHost": 9, "storeTimestamp": 10,
+    "storeHostAddress": 11, "reconsumeTimes": 12, "preparedTransactionOffset": 13,
+    "bodyLength": 14,
+}
+# totalSize, magicCode, sysFlag, bodyLength: the IPv4 offsets 0, 4, 36 and 84.
+_LEAN = struct.Struct(">ii28xi44xi")
+_MAGICS = (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2)
+_V1_MAGIC_BYTES = _I32.pack(MESSAGE_MAGIC_CODE)
+_V2_MAGIC_BYTES = _I32.pack(MESSAGE_MAGIC_CODE_V2)
+_PHYS_AT = 28  # PHYSICALOFFSET's byte offset in a record
+
+
+@dataclass(slots=True)
+class ColumnScan:
+    """Result of :func:`scan_columns`: one list per requested field, aligned with
+    ``positions`` (each record's byte position in the buffer).
+
+    ``end`` says why the scan stopped: ``"stop"`` (reached the stop position or the record
+    limit; resume at ``next_pos``), ``"blank"`` (end-of-file filler), ``"zero"`` (unwritten
+    tail), ``"eof"`` (buffer exhausted) or ``"error"`` (``error`` holds the
+    :class:`RecordError` of the record at ``next_pos``).
+    """
+
+    columns: dict[str, list]
+    positions: list[int]
+    next_pos: int
+    end: str
+    error: RecordError | None = None
+
+
+def _record_is_at(buf, pos: int, base_offset: int) -> bool:
+    """True when ``pos`` holds a message record whose PHYSICALOFFSET is ``base_offset + pos``."""
+    if pos < 0 or pos + _V4.size > len(buf):
+        return False
+    total, magic = _PEEK.unpack_from(buf, pos)
+    if magic not in _MAGICS or total < _V4.size:
+        return False
+    return _I64.unpack_from(buf, pos + _PHYS_AT)[0] == base_offset + pos
+
+
+def find_record_start(
+    buf: bytes | bytearray | memoryview, start: int, stop: int, base_offset: int
+) -> int | None:
+    """The first record start in ``[start, stop)`` of a commitlog file whose first byte is
+    commitlog offset ``base_offset``, found without walking the records before ``start``.
+
+    A position is a record start when it holds a message magic, a TOTALSIZE of at least the
+    fixed fields, and a PHYSICALOFFSET equal to ``base_offset + position``: RocketMQ writes
+    ``fileFromOffset + position`` there (``CommitLog.DefaultAppendMessageCallback``), so bytes
+    inside a body match only if forged for that very position. The search is ``bytes.find``
+    for the magic (C speed). Returns None when no record starts in the range.
+    """
+    blen = len(buf)
+    find = buf.find
+    best: int | None = None
+    for magic_bytes in (_V1_MAGIC_BYTES, _V2_MAGIC_BYTES):
+        # A hit at h is a candidate start h - 4 < stop, so the match may end at stop + 7.
+        # The second magic is only searched before the first one's hit.
+        limit = min(stop if best is None else best, blen) + 7
+        hit = find(magic_bytes, start + 4, limit)
+        while hit != -1:
+            if _record_is_at(buf, hit - 4, base_offset):
+                best = hit - 4
+                break
+            hit = find(magic_bytes, hit + 1, limit)
+    return best
+
+
+def scan_columns(
+    buf: bytes | bytearray | memoryview,
+    pos: int = 0,
+    stop: int | None = None,
+    fields: tuple[str, ...] | list[str] = SCAN_FIELDS,
+    max_records: int = 1 << 62,
+) -> ColumnScan:
+    """Decode consecutive records starting at ``pos`` into columns, only the ``fields`` asked
+    for (names from :data:`SCAN_FIELDS`), without building a :class:`MessageRecord` per row.
+
+    Records *starting* before ``stop`` are decoded (the last may extend past it). Hosts are
+    the raw 8- or 20-byte blocks (:func:`broker.message.unpack_host` turns one into
+    ``(ip, port)``), ``topic`` a str, ``properties`` the stored properties string (see
+    :func:`broker.message.string_to_properties`), ``body`` bytes.
+
+    The IPv4 case runs on one precompiled struct; an IPv6 record, and any record that fails a
+    length check, goes through :func:`decode_record`, so errors and values are exactly
+    :func:`decode_record`'s.
+    """
+    unknown = set(fields) - set(SCAN_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown record fields {sorted(unknown)}")
+    blen = len(buf)
+    if stop is None:
+        stop = blen
+    columns: dict[str, list] = {name: [] for name in fields}
+    fixed = [(_V4_INDEX[name], columns[name].append) for name in fields if name in _V4_INDEX]
+    # Without fixed fields a narrower struct reads only what locating the tail needs.
+    head, si, bi = (_V4, 7, 14) if fixed else (_LEAN, 2, 3)
+    want_body = "body" in columns
+    want_topic_len = "topicLength" in columns
+    want_topic = "topic" in columns
+    want_props_len = "propertiesLength" in columns
+    want_props = "properties" in columns
+    want_tail = want_topic or want_topic_len or want_props or want_props_len
+    positions: list[int] = []
+    add_pos = positions.append
+    unpack_head = head.unpack_from
+    unpack_peek = _PEEK.unpack_from
+    unpack_i16 = _I16.unpack_from
+    topic_cache: dict[bytes, str] = {}
+    v6_bits = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+    v4_size = _V4.size
+    end = "stop"
+    error = None
+    n = 0
+    while pos < stop and n < max_records:
+        if pos + 8 > blen:
+            end = "eof"
+            break
+        total, magic = unpack_peek(buf, pos)
+        if magic == BLANK_MAGIC_CODE:
+            end = "blank"
+            break
+        if total == 0 and magic == 0:
+            end = "zero"
+            break
+        limit = pos + total
+        vals = None
+        if (magic == MESSAGE_MAGIC_CODE or magic == MESSAGE_MAGIC_CODE_V2) and (
+            total >= v4_size and limit <= blen
+        ):
+            vals = unpack_head(buf, pos)
+            body_len = vals[bi]
+            if vals[si] & v6_bits:
+                vals = None
+            else:
+                p = pos + v4_size + body_len
+                if body_len < 0 or p + 3 > limit:
+                    vals = None
+                elif magic == MESSAGE_MAGIC_CODE:
+                    tl = buf[p]
+                    p += 1
+                else:
+                    tl = unpack_i16(buf, p)[0]
+                    p += 2
+                if vals is not None:
+                    tp = p
+                    p += tl
+                    if tl < 0 or p + 2 > limit:
+                        vals = None
+                    else:
+                        pl = unpack_i16(buf, p)[0]
+                        p += 2
+                        if pl < 0 or p + pl != limit:
+                            vals = None
+        if vals is None:
+            # Slow path: IPv6 hosts or a record that fails a check; decode_record decides.
+            try:
+                rec = decode_record(buf, pos)
+            except RecordError as exc:
+                end = "error"
+                error = exc
+                break
+            _append_record(columns, rec, buf, pos)
+            add_pos(pos)
+            pos += rec.total_size
+            n += 1
+            continue
+        for index, append in fixed:
+            append(vals[index])
+        if want_body:
+            columns["body"].append(bytes(buf[pos + v4_size : pos + v4_size + body_len]))
+        if want_tail:
+            if want_topic_len:
+                columns["topicLength"].append(tl)
+            if want_topic:
+                raw = bytes(buf[tp : tp + tl])
+                topic = topic_cache.get(raw)
+                if topic is None:
+                    topic = topic_cache[raw] = raw.decode("utf-8", errors="replace")
+                columns["topic"].append(topic)
+            if want_props_len:
+                columns["propertiesLength"].append(pl)
+            if want_props:
+                columns["properties"].append(
+                    bytes(buf[p : p + pl]).decode("utf-8", errors="replace")
+                )
+        add_pos(pos)
+        pos = limit
+        n += 1
+    return ColumnScan(columns, positions, pos, end, error)
+
+
+def _append_record(columns: dict[str, list], rec: MessageRecord, buf, pos: int) -> None:
+    """Append a decoded record's values to ``columns`` (the slow path of scan_columns)."""
+    bh = _host_len(rec.sys_flag, BORNHOST_V6_FLAG)
+    sh = _host_len(rec.sys_flag, STOREHOSTADDRESS_V6_FLAG)
+    topic_raw = rec.topic.encode("utf-8")
+    props = rec.properties_str or ""
+    values = {
+        "totalSize": rec.total_size, "magicCode": rec.magic_code, "bodyCRC": rec.body_crc,
+        "queueId": rec.queue_id, "flag": rec.flag, "queueOffset": rec.queue_offset,
+        "physicalOffset": rec.physical_offset, "sysFlag": rec.sys_flag,
+        "bornTimestamp": rec.born_timestamp,
+        "bornHost": bytes(buf[pos + _HEAD.size : pos + _HEAD.size + bh]),
+        "storeTimestamp": rec.store_timestamp,
+        "storeHostAddress": bytes(buf[pos + _HEAD.size + bh + 8 : pos + _HEAD.size + bh + 8 + sh]),
+        "reconsumeTimes": rec.reconsume_times,
+        "preparedTransactionOffset": rec.prepared_transaction_offset,
+        "bodyLength": len(rec.body), "body": rec.body, "topicLength": len(topic_raw),
+        "topic": rec.topic, "propertiesLength": len(props.encode("utf-8")), "properties": props,
+    }
+    for name, column in columns.items():
+        column.append(values[name])

@@ -1,0 +1,190 @@
+"""``spark.read.format("rocketmq-commitlog").load(path)``: one row per stored message.
+
+``path`` is a store root (holding ``commitlog/``), a commitlog directory or one commitlog file.
+
+Partitioning: one partition per commitlog file, and files larger than ``maxPartitionBytes``
+are split into byte ranges. A partition owns the records that *start* in its range (the last
+one may run past the range end). To find its first record without walking every record from
+the file start, a reader searches its range for a message magic whose PHYSICALOFFSET field
+equals the file's base offset (its 20-digit name) plus the position — RocketMQ writes exactly
+that value there (``CommitLog.DefaultAppendMessageCallback``), so body bytes cannot pass by
+accident (:func:`broker.commitlog.record.find_record_start`). Files whose name is not an
+offset are read whole from byte 0.
+
+Each reader memory-maps its file and decodes with
+:func:`broker.commitlog.record.scan_columns` (the broker's codec), only the record fields the
+requested columns need, and yields Arrow record batches. It stops at a BLANK filler or the
+unwritten (zero) tail. A corrupt record becomes a row with only ``file``, ``filePosition``
+and ``_error`` set, and reading resumes at the next record start found as above; with
+``failFast=true`` the job fails instead.
+
+Options (strings): ``columns`` (comma list; default all, see :mod:`reports.columns`),
+``includeBody`` (default true), ``failFast`` (default false), ``batchSize`` (records per Arrow
+batch, default 8192), ``maxPartitionBytes`` (default 128 MiB). A user schema
+(``spark.read.schema("topic string")``) also narrows what is decoded.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from collections.abc import Iterator
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from broker.commitlog.record import RecordError, find_record_start, scan_columns
+from reports import columns as C
+
+FORMAT_NAME = "rocketmq-commitlog"
+_OFFSET_NAME = re.compile(r"^\d{20}$")
+DEFAULT_BATCH_SIZE = 8192
+DEFAULT_MAX_PARTITION_BYTES = 128 * 1024 * 1024
+
+
+def _bool(options, key: str, default: bool) -> bool:
+    value = options.get(key)
+    return default if value is None else str(value).strip().lower() in ("true", "1", "yes")
+
+
+def commitlog_files(path: str) -> list[str]:
+    """The commitlog files under ``path`` (store root, commitlog dir or one file), by offset."""
+    if os.path.isfile(path):
+        return [path]
+    directory = os.path.join(path, "commitlog")
+    if not os.path.isdir(directory):
+        directory = path
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"no commitlog directory or file at {path}")
+    names = sorted(n for n in os.listdir(directory) if os.path.isfile(os.path.join(directory, n)))
+    return [os.path.join(directory, n) for n in names]
+
+
+class CommitLogPartition(InputPartition):
+    """Records starting in ``[start, stop)`` of one file (picklable)."""
+
+    def __init__(self, path: str | None, base_offset: int | None, start: int, stop: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.start = start
+        self.stop = stop
+
+    def __repr__(self) -> str:
+        return f"CommitLogPartition({self.path}, {self.start}, {self.stop})"
+
+
+def plan_partitions(path: str, max_partition_bytes: int) -> list[CommitLogPartition]:
+    """Split the files under ``path`` into byte-range partitions (driver side)."""
+    parts = []
+    for file_path in commitlog_files(path):
+        size = os.path.getsize(file_path)
+        if size == 0:
+            continue
+        name = os.path.basename(file_path)
+        base = int(name) if _OFFSET_NAME.match(name) else None
+        if base is None or size <= max_partition_bytes:
+            parts.append(CommitLogPartition(file_path, base, 0, size))
+            continue
+        for start in range(0, size, max_partition_bytes):
+            parts.append(
+                CommitLogPartition(file_path, base, start, min(size, start + max_partition_bytes))
+            )
+    # Spark wants at least one partition; an empty one reads nothing.
+    return parts or [CommitLogPartition(None, None, 0, 0)]
+
+
+def read_partition(
+    part: CommitLogPartition,
+    schema: StructType,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    fail_fast: bool = False,
+) -> Iterator:
+    """Yield Arrow record batches for ``part`` (runs in a Spark Python worker; also usable
+    without Spark)."""
+    if part.path is None:
+        return
+    names = schema.fieldNames()
+    arrow_schema = C.arrow_schema_of(schema)
+    fields = C.record_fields_for(names)
+    file_name = os.path.basename(part.path)
+    fmt_host = C._host_formatter()
+    with open(part.path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            return
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        stop = min(part.stop, size)
+        if part.start == 0:
+            pos: int | None = 0
+        elif part.base_offset is None:
+            pos = None
+        else:
+            pos = find_record_start(mm, part.start, stop, part.base_offset)
+        while pos is not None and pos < stop:
+            scan = scan_columns(mm, pos, stop, fields, batch_size)
+            if scan.positions:
+                yield C.build_batch(scan, names, arrow_schema, file_name, fmt_host)
+            if scan.end == "error":
+                message = f"{part.path}: {scan.error}"
+                if fail_fast:
+                    raise RecordError(message, scan.next_pos)
+                yield C.error_batch(names, arrow_schema, file_name, scan.next_pos, message)
+                if part.base_offset is None:
+                    break
+                pos = find_record_start(mm, scan.next_pos + 1, stop, part.base_offset)
+            elif scan.end == "stop":
+                pos = scan.next_pos
+            else:  # blank filler, zero tail or end of file
+                break
+    finally:
+        mm.close()
+
+
+class CommitLogReader(DataSourceReader):
+    """Plans byte-range partitions and reads them into Arrow batches."""
+
+    def __init__(self, options, schema: StructType) -> None:
+        C.validate_schema(schema)
+        self.path = options.get("path")
+        if not self.path:
+            raise ValueError(f"{FORMAT_NAME}: load(path) needs a store root or commitlog path")
+        self.schema = schema
+        self.fail_fast = _bool(options, "failFast", False)
+        self.batch_size = int(options.get("batchSize", DEFAULT_BATCH_SIZE))
+        self.max_partition_bytes = int(
+            options.get("maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES)
+        )
+
+    def partitions(self) -> list[CommitLogPartition]:
+        """One partition per file or byte range of a large file."""
+        return plan_partitions(self.path, self.max_partition_bytes)
+
+    def read(self, partition: CommitLogPartition) -> Iterator:
+        """Arrow batches of the records starting in the partition's range."""
+        return read_partition(
+            partition, self.schema, batch_size=self.batch_size, fail_fast=self.fail_fast
+        )
+
+
+class CommitLogDataSource(DataSource):
+    """The ``rocketmq-commitlog`` format (register with ``spark.dataSource.register``)."""
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name."""
+        return FORMAT_NAME
+
+    def schema(self) -> StructType:
+        """All columns, the ``columns`` option's, minus ``body`` when includeBody=false."""
+        wanted = self.options.get("columns")
+        names = list(C.COLUMN_NAMES) if not wanted else wanted.split(",")
+        if not _bool(self.options, "includeBody", True):
+            names = [n for n in names if n.strip() != "body"]
+        return C.commitlog_schema(names)
+
+    def reader(self, schema: StructType) -> CommitLogReader:
+        """A reader decoding only what ``schema`` names."""
+        return CommitLogReader(self.options, schema)
