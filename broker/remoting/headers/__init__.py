@@ -1,0 +1,38 @@
+"""Typed custom headers: ``Header.from_ext_fields(cmd.ext_fields)`` and ``h.to_ext_fields()``.
+
+See :mod:`broker.remoting.headers.base` for how values are parsed (Java semantics).
+"""
+
+from broker.remoting.headers.admin import *  # noqa: F403
+from broker.remoting.headers.admin import __all__ as _admin_all
+from broker.remoting.headers.base import (
+    BOOL,
+    INT,
+    LONG,
+    STR,
+    CommandHeader,
+    HeaderError,
+    header,
+    opt,
+    parse_java_bool,
+    parse_java_int,
+    req,
+)
+from broker.remoting.headers.messaging import *  # noqa: F403
+from broker.remoting.headers.messaging import __all__ as _messaging_all
+
+__all__ = [
+    "BOOL",
+    "INT",
+    "LONG",
+    "STR",
+    "CommandHeader",
+    "HeaderError",
+    "header",
+    "opt",
+    "parse_java_bool",
+    "parse_java_int",
+    "req",
+    *_admin_all,
+    *_messaging_all,
+]
