@@ -1,0 +1,374 @@
+"""Send and pull throughput of the broker against the Twisted floor, in one run.
+
+Phases (each driven by the same pipelined loopback client, run in a subprocess so it has its own
+core: a raw non-blocking socket keeping ``--window`` requests in flight):
+
+1. **floor**: a bare Twisted server that cuts the same SEND_MESSAGE_V2 frames from a bytearray
+   and answers each with one fixed, pre-encoded response (the framework's cost, nothing else);
+2. **send**: the broker (``BrokerController`` in this process, temporary store, no name server)
+   handling SEND_MESSAGE_V2 (310) with 1 KiB bodies;
+3. **pull**: PULL_MESSAGE (11) of 32 messages at a time over what phase 2 stored.
+
+Prints msgs/s, server CPU µs per request and the ratio broker/floor (target >= 0.3, goal 0.5).
+``--profile FILE`` writes a cProfile of the broker phases. Exit status 1 if any response was an
+error. Runtime well under a minute with the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import selectors
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+TOPIC = "BenchTopic"
+GROUP = "bench_group"
+BODY_SIZE = 1024
+_LEN = struct.Struct(">i")
+_REC_SIZE = struct.Struct(">i")
+
+
+# --- frames (built with the project's codec so the broker sees what a client sends) ----------
+
+
+def send_frame(queue_id: int = 0) -> bytes:
+    """One SEND_MESSAGE_V2 frame as a Java 4.9 producer writes it (abbreviated header a..n)."""
+    from broker.message import properties_to_string
+    from broker.remoting.command import RemotingCommand
+
+    props = properties_to_string(
+        {"UNIQ_KEY": "7F0000010000" + "0" * 20, "WAIT": "true", "TAGS": "TagA", "KEYS": "k"}
+    )
+    ext = {
+        "a": "bench_producer", "b": TOPIC, "c": "TBW102", "d": "4", "e": str(queue_id),
+        "f": "0", "g": str(int(time.time() * 1000)), "h": "0", "i": props, "j": "0",
+        "k": "false", "m": "false",
+    }
+    cmd = RemotingCommand.request(310, ext, b"x" * BODY_SIZE, opaque=1)
+    return cmd.encode()
+
+
+def pull_frame(offset: int, queue_id: int = 0, max_nums: int = 32) -> bytes:
+    """One PULL_MESSAGE frame without the suspend flag (answer at once)."""
+    from broker.remoting.command import RemotingCommand
+
+    ext = {
+        "consumerGroup": GROUP, "topic": TOPIC, "queueId": str(queue_id),
+        "queueOffset": str(offset), "maxMsgNums": str(max_nums), "sysFlag": "0",
+        "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*",
+        "subVersion": "0", "expressionType": "TAG",
+    }
+    return RemotingCommand.request(11, ext, opaque=1).encode()
+
+
+# --- the load generator (runs in a child process) ---------------------------------------------
+
+
+def _response_ok(buf: bytearray, start: int) -> bool:
+    """True if the JSON response header at ``start`` (after the length) says code 0.
+
+    A cheap byte search, no JSON parse: the broker writes compact JSON.
+    """
+    hlen = _LEN.unpack_from(buf, start)[0] & 0xFFFFFF
+    return buf.find(b'"code":0,', start + 4, start + 4 + hlen) >= 0
+
+
+def _count_records(buf: bytearray, start: int, end: int) -> int:
+    """Number of commitlog records in the pull response body of the frame at ``start``."""
+    hlen = _LEN.unpack_from(buf, start)[0] & 0xFFFFFF
+    pos = start + 4 + hlen
+    n = 0
+    while pos + 4 <= end:
+        size = _REC_SIZE.unpack_from(buf, pos)[0]
+        if size <= 0:
+            break
+        pos += size
+        n += 1
+    return n
+
+
+def run_load(host: str, port: int, kind: str, window: int, duration: float, warmup: float,
+             total_msgs: int = 0) -> dict:
+    """Keep ``window`` requests in flight for ``warmup + duration`` seconds; count answers."""
+    if kind == "pull":
+        step = 32
+        offsets = list(range(0, max(total_msgs, 1), step))
+        frames = [pull_frame(o) for o in offsets]
+    else:
+        frames = [send_frame(q) for q in range(4)]
+    sock = socket.create_connection((host, port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setblocking(False)
+    sel = selectors.DefaultSelector()
+    sel.register(sock, selectors.EVENT_READ | selectors.EVENT_WRITE)
+    buf = bytearray()
+    out = bytearray()
+    in_flight = 0
+    sent = 0
+    answered = 0
+    errors = 0
+    msgs = 0
+    measured_answers = 0
+    measured_msgs = 0
+    t0 = time.perf_counter()
+    t_measure = t0 + warmup
+    t_end = t_measure + duration
+    measuring = False
+    t_start_measure = t_end
+    fi = 0
+    nframes = len(frames)
+    batch = 32
+    while True:
+        now = time.perf_counter()
+        if not measuring and now >= t_measure:
+            measuring = True
+            t_start_measure = now
+            measured_answers = 0
+            measured_msgs = 0
+        if now >= t_end:
+            break
+        while in_flight < window and len(out) < 1 << 20:
+            for _ in range(min(batch, window - in_flight)):
+                out += frames[fi]
+                fi += 1
+                if fi == nframes:
+                    fi = 0
+                in_flight += 1
+                sent += 1
+        for _key, mask in sel.select(0.5):
+            if mask & selectors.EVENT_WRITE and out:
+                try:
+                    n = sock.send(out)
+                    del out[:n]
+                except BlockingIOError:
+                    pass
+            if mask & selectors.EVENT_READ:
+                try:
+                    data = sock.recv(1 << 20)
+                except BlockingIOError:
+                    continue
+                if not data:
+                    raise SystemExit("server closed the connection")
+                buf += data
+                pos = 0
+                blen = len(buf)
+                while blen - pos >= 4:
+                    flen = _LEN.unpack_from(buf, pos)[0]
+                    if blen - pos - 4 < flen:
+                        break
+                    if not _response_ok(buf, pos + 4):
+                        errors += 1
+                        if errors == 1:
+                            sys.stderr.write(f"error response: {bytes(buf[pos:pos + 300])!r}\n")
+                    elif kind == "pull":
+                        c = _count_records(buf, pos + 4, pos + 4 + flen)
+                        msgs += c
+                        if measuring:
+                            measured_msgs += c
+                    pos += 4 + flen
+                    in_flight -= 1
+                    answered += 1
+                    if measuring:
+                        measured_answers += 1
+                del buf[:pos]
+    elapsed = time.perf_counter() - t_start_measure
+    sock.close()
+    return {
+        "kind": kind, "answered": answered, "errors": errors, "msgs": msgs, "sent": sent,
+        "measured_answers": measured_answers, "measured_msgs": measured_msgs,
+        "elapsed": elapsed,
+    }
+
+
+def run_client_process(port: int, kind: str, args: argparse.Namespace, total_msgs: int = 0) -> dict:
+    """Run :func:`run_load` in a child Python process (its own core, its own GIL)."""
+    spec = {"port": port, "kind": kind, "window": args.window, "duration": args.duration,
+            "warmup": args.warmup, "total_msgs": total_msgs}
+    proc = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--client", json.dumps(spec)],
+        capture_output=True, text=True, timeout=args.warmup + args.duration + 60,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"load client failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    if proc.stderr:
+        sys.stderr.write(proc.stderr)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# --- the floor server -------------------------------------------------------------------------
+
+
+def floor_factory():
+    """A bare Twisted server: bytearray framing, one fixed response per frame, one write per read."""
+    from twisted.internet.protocol import Factory, Protocol
+
+    from broker.remoting.command import RemotingCommand
+
+    response = RemotingCommand.request(310, opaque=1).response(
+        0, None, {"msgId": "7F00000100002A9F0000000000000000", "queueId": "0",
+                  "queueOffset": "0", "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
+    ).encode()
+
+    class Floor(Protocol):
+        def connectionMade(self) -> None:
+            self.buf = bytearray()
+
+        def dataReceived(self, data: bytes) -> None:
+            buf = self.buf
+            buf += data
+            pos = 0
+            n = 0
+            blen = len(buf)
+            while blen - pos >= 4:
+                flen = _LEN.unpack_from(buf, pos)[0]
+                if blen - pos - 4 < flen:
+                    break
+                pos += 4 + flen
+                n += 1
+            if pos:
+                del buf[:pos]
+                self.transport.write(response * n)
+
+    return Factory.forProtocol(Floor)
+
+
+# --- orchestration ----------------------------------------------------------------------------
+
+
+def _phase(reactor, port: int, kind: str, args, total_msgs: int = 0, profiler=None):
+    """Run one load phase from a thread while the reactor serves; returns (result, cpu_s)."""
+    from twisted.internet import threads
+
+    cpu0 = time.process_time()
+    if profiler is not None:
+        profiler.enable()
+    d = threads.deferToThread(run_client_process, port, kind, args, total_msgs)
+
+    def done(result):
+        if profiler is not None:
+            profiler.disable()
+        return result, time.process_time() - cpu0
+
+    d.addCallback(done)
+    return d
+
+
+def _start_broker(reactor, store_dir: str):
+    """Start a BrokerController with a temporary store and no name server; returns it and its port."""
+    from broker.controller import BrokerController
+
+    from broker.config import BrokerConfig
+
+    cfg = BrokerConfig(
+        store_path_root_dir=store_dir,
+        listen_port=_free_port(),
+        namesrv_addr=None,
+        mapped_file_size_commit_log=256 * 1024 * 1024,
+    )
+    controller = BrokerController(cfg, reactor=reactor, host="127.0.0.1")
+    return controller, cfg.listen_port
+
+
+def _free_port() -> int:
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port - 2))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port")
+
+
+def _report(name: str, result: dict, cpu: float, count_key: str = "measured_answers") -> float:
+    rate = result[count_key] / result["elapsed"] if result["elapsed"] > 0 else 0.0
+    per_req = cpu / result["answered"] * 1e6 if result["answered"] else float("nan")
+    print(f"{name:<28} {rate:>12,.0f} msgs/s   server CPU {per_req:6.1f} us/request"
+          f"   ({result['answered']} answers, {result['errors']} errors)")
+    return rate
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--window", type=int, default=256, help="requests in flight")
+    p.add_argument("--duration", type=float, default=4.0, help="measured seconds per phase")
+    p.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds per phase")
+    p.add_argument("--profile", metavar="FILE", help="write a cProfile of the broker phases")
+    p.add_argument("--client", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.client:
+        spec = json.loads(args.client)
+        print(json.dumps(run_load("127.0.0.1", spec.pop("port"), **spec)))
+        return 0
+
+    import logging
+
+    from twisted.internet import defer, reactor
+
+    logging.basicConfig(level=logging.WARNING)
+    profiler = None
+    if args.profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+    outcome: dict = {"rc": 0}
+    store_dir = tempfile.mkdtemp(prefix="rmq-emu-bench-")
+
+    @defer.inlineCallbacks
+    def run():
+        try:
+            port = reactor.listenTCP(0, floor_factory(), interface="127.0.0.1")
+            floor, cpu = yield _phase(reactor, port.getHost().port, "send", args)
+            yield port.stopListening()
+            floor_rate = _report("floor (bare Twisted)", floor, cpu)
+
+            controller, bport = _start_broker(reactor, store_dir)
+            yield defer.maybeDeferred(controller.start)
+            send, cpu = yield _phase(reactor, bport, "send", args, profiler=profiler)
+            send_rate = _report("broker SEND_MESSAGE_V2 1KB", send, cpu)
+            stored = send["answered"] - send["errors"]
+            # Everything went to queues 0..3 round robin; pull queue 0.
+            pull, cpu = yield _phase(reactor, bport, "pull", args, total_msgs=stored // 4,
+                                     profiler=profiler)
+            _report("broker PULL_MESSAGE x32", pull, cpu, "measured_msgs")
+            print(f"{'pull requests/s':<28} {pull['measured_answers'] / pull['elapsed']:>12,.0f}")
+            ratio = send_rate / floor_rate if floor_rate else 0.0
+            verdict = "goal met" if ratio >= 0.5 else "target met" if ratio >= 0.3 else "BELOW TARGET"
+            print(f"send ratio broker/floor      {ratio:12.2f}   (target >= 0.3, goal 0.5: {verdict})")
+            if send["errors"] or pull["errors"]:
+                outcome["rc"] = 1
+            yield defer.maybeDeferred(controller.stop)
+        except Exception:
+            import traceback
+
+            traceback.print_exc()
+            outcome["rc"] = 2
+        finally:
+            reactor.stop()
+
+    reactor.callWhenRunning(run)
+    reactor.run()
+    if profiler is not None:
+        profiler.dump_stats(args.profile)
+        print(f"profile written to {args.profile} (python -m pstats {args.profile})")
+    import shutil
+
+    shutil.rmtree(store_dir, ignore_errors=True)
+    return outcome["rc"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

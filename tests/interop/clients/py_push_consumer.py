@@ -1,0 +1,66 @@
+"""Consume with the PyPI rocketmq 0.4.4 push consumer (concurrent or orderly).
+
+Prints ``{"event": "msg", ...}`` per message; stops after ``--expect`` messages (plus
+``--linger`` seconds to catch duplicates), on ``--timeout``, or when stdin is closed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+
+from _common import emit, hard_exit, stdin_closed_event, text, watchdog
+from rocketmq.client import PushConsumer
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--namesrv", required=True)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--group", required=True)
+    p.add_argument("--expr", default="*")
+    p.add_argument("--orderly", action="store_true")
+    p.add_argument("--expect", type=int, default=0, help="0: run until stdin closes")
+    p.add_argument("--linger", type=float, default=1.0)
+    p.add_argument("--timeout", type=float, default=60)
+    args = p.parse_args()
+    watchdog(args.timeout + 15)
+
+    received = 0
+    lock = threading.Lock()
+    enough = threading.Event()
+
+    def on_message(msg):
+        nonlocal received
+        emit(event="msg", topic=text(msg.topic), tags=text(msg.tags), keys=text(msg.keys),
+             body=text(msg.body), msg_id=text(msg.id), queue_id=msg.queue_id,
+             queue_offset=msg.queue_offset, reconsume_times=msg.reconsume_times,
+             thread=threading.get_ident())
+        with lock:
+            received += 1
+            if args.expect and received >= args.expect:
+                enough.set()
+
+    consumer = PushConsumer(args.group, orderly=args.orderly)
+    consumer.set_namesrv_addr(args.namesrv)
+    consumer.set_thread_count(1 if args.orderly else 2)
+    consumer.subscribe(args.topic, on_message, args.expr)
+    consumer.start()
+    emit(event="started")
+    stop = stdin_closed_event()
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline and not stop.is_set() and not enough.is_set():
+        time.sleep(0.05)
+    if enough.is_set():
+        time.sleep(args.linger)
+    with lock:
+        emit(event="done", received=received, timed_out=time.monotonic() >= deadline)
+    watchdog(8)
+    consumer.shutdown()
+    emit(event="shutdown")
+    hard_exit(0)
+
+
+if __name__ == "__main__":
+    main()
