@@ -1,11 +1,263 @@
-"""Command line entry point ``rmq-emu`` (placeholder until the services land)."""
+"""``rmq-emu``: the command line.
+
+Subcommands are registered by modules, each owning its area: this module registers ``up``,
+``namesrv`` and ``broker``; other areas plug in through :data:`SUBCOMMAND_MODULES` (a module with
+a ``register(subparsers)`` function that adds its parser and sets ``func=callable(args) -> int``).
+A missing optional module is skipped, so the CLI works while areas are still being written.
+
+``rmq-emu up`` runs a name server and a broker in one process on the default reactor; Ctrl-C or
+SIGTERM stops both cleanly (the broker unregisters, the store is flushed and its ``abort`` marker
+removed) and the exit status is 0.
+"""
 
 from __future__ import annotations
 
+import argparse
+import importlib
+import logging
+import os
 import sys
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: Modules that add subcommands (``register(subparsers)``); optional ones may be absent.
+SUBCOMMAND_MODULES: list[tuple[str, bool]] = [
+    ("broker.cli", True),
+    ("reports.cli", False),
+    ("admin.cli", False),
+]
+
+#: Where ``up`` keeps its data when neither ``--store`` nor ``storePathRootDir`` says:
+#: ``./store`` (git-ignored), not RocketMQ's ``~/store``, so ``make run`` stays in the checkout.
+DEFAULT_UP_STORE = "store"
+
+
+class CliError(Exception):
+    """A user error: printed without a traceback, exit status 2."""
+
+
+# --- configuration ------------------------------------------------------------------------------
+
+
+def load_config(conf: str | None, *, store: str | None = None, port: int | None = None,
+                namesrv: str | None = None, default_store: str | None = None) -> Any:
+    """``broker.conf`` (if any) with command-line overrides applied; returns a BrokerConfig."""
+    from broker.config import BrokerConfig, ConfigError, load_broker_conf
+    from broker.properties import PropertiesError
+
+    if conf:
+        try:
+            loaded = load_broker_conf(conf)
+        except FileNotFoundError:
+            raise CliError(f"{conf}: no such file") from None
+        except (ConfigError, PropertiesError) as e:
+            raise CliError(str(e)) from None
+        cfg, explicit = loaded.config, loaded.explicit
+    else:
+        cfg, explicit = BrokerConfig(), set()
+    if store is not None:
+        cfg.store_path_root_dir = store
+    elif "store_path_root_dir" not in explicit and default_store is not None:
+        cfg.store_path_root_dir = default_store
+    cfg.store_path_root_dir = os.path.abspath(os.path.expanduser(cfg.store_path_root_dir))
+    if port is not None:
+        cfg.listen_port = port
+    if namesrv is not None:
+        cfg.namesrv_addr = namesrv
+    return cfg
+
+
+# --- services -----------------------------------------------------------------------------------
+
+
+def start_namesrv(reactor: Any, host: str, port: int) -> Any:
+    """Start a name server listening on ``host:port``; returns the object to stop later."""
+    from namesrv.server import NameServer
+
+    server = NameServer(reactor=reactor)
+    server.listen(port, host)
+    return server
+
+
+def start_broker(reactor: Any, cfg: Any, host: str) -> Any:
+    """Create and start the broker (store recovery, listeners, name-server registration)."""
+    from broker.controller import BrokerController
+
+    controller = BrokerController(cfg, reactor=reactor, host=host)
+    return controller
+
+
+def _stop_all(services: list[Any]) -> Any:
+    """Stop services in reverse start order; returns a Deferred for the reactor's shutdown."""
+    from twisted.internet import defer
+
+    @defer.inlineCallbacks
+    def run():
+        for svc in reversed(services):
+            try:
+                yield defer.maybeDeferred(svc.stop)
+            except Exception:
+                log.exception("error stopping %r", svc)
+        print("rmq-emu: stopped", flush=True)
+
+    return run()
+
+
+def _serve(starter) -> int:
+    """Run ``starter(reactor) -> list of services`` on the default reactor until a signal."""
+    from twisted.internet import defer, reactor
+
+    services: list[Any] = []
+    outcome = {"rc": 0}
+
+    @defer.inlineCallbacks
+    def boot():
+        try:
+            yield defer.maybeDeferred(starter, reactor, services)
+        except CliError as e:
+            print(f"rmq-emu: {e}", file=sys.stderr, flush=True)
+            outcome["rc"] = 2
+            reactor.stop()
+        except Exception:
+            log.exception("rmq-emu: failed to start")
+            outcome["rc"] = 1
+            reactor.stop()
+
+    reactor.addSystemEventTrigger("before", "shutdown", lambda: _stop_all(services))
+    reactor.callWhenRunning(boot)
+    reactor.run()  # installs SIGINT/SIGTERM handlers that stop the reactor
+    return outcome["rc"]
+
+
+# --- subcommands ------------------------------------------------------------------------------
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    """Name server + broker in one process."""
+    cfg = load_config(args.config, store=args.store, port=args.broker_port,
+                      namesrv=f"{args.host}:{args.namesrv_port}", default_store=DEFAULT_UP_STORE)
+
+    def starter(reactor, services):
+        services.append(start_namesrv(reactor, args.host, args.namesrv_port))
+        broker = start_broker(reactor, cfg, args.host)
+        services.append(broker)
+        d = _maybe_start(broker)
+        d.addCallback(lambda _: _announce(cfg, args.host, namesrv=cfg.namesrv_addr))
+        return d
+
+    return _serve(starter)
+
+
+def cmd_namesrv(args: argparse.Namespace) -> int:
+    """A name server alone."""
+
+    def starter(reactor, services):
+        services.append(start_namesrv(reactor, args.host, args.port))
+        print(f"rmq-emu: name server listening on {args.host}:{args.port}", flush=True)
+        print("rmq-emu: ready", flush=True)
+
+    return _serve(starter)
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    """A broker alone, registering with the name server(s) of ``-n`` or ``namesrvAddr``."""
+    cfg = load_config(args.config, store=args.store, port=args.port, namesrv=args.namesrv)
+    if not cfg.namesrv_addrs():
+        log.warning("no name server (-n or namesrvAddr): clients will not find this broker")
+
+    def starter(reactor, services):
+        broker = start_broker(reactor, cfg, args.host)
+        services.append(broker)
+        d = _maybe_start(broker)
+        d.addCallback(lambda _: _announce(cfg, args.host, namesrv=cfg.namesrv_addr))
+        return d
+
+    return _serve(starter)
+
+
+def _maybe_start(service: Any) -> Any:
+    from twisted.internet import defer
+
+    start = getattr(service, "start", None)
+    return defer.maybeDeferred(start) if start is not None else defer.succeed(None)
+
+
+def _announce(cfg: Any, host: str, namesrv: str | None) -> None:
+    """Tell the user where things are; the last line, ``ready``, is what scripts wait for."""
+    if namesrv:
+        print(f"rmq-emu: name server {namesrv}", flush=True)
+    print(f"rmq-emu: broker {cfg.broker_name} ({cfg.broker_cluster_name}) listening on "
+          f"{host}:{cfg.listen_port} and {host}:{cfg.listen_port - 2}, "
+          f"advertised as {cfg.broker_addr(host)}", flush=True)
+    print(f"rmq-emu: store {cfg.store_path_root_dir}", flush=True)
+    print("rmq-emu: ready (Ctrl-C to stop)", flush=True)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``up``, ``namesrv`` and ``broker``."""
+    up = subparsers.add_parser(
+        "up", help="name server + broker in one process",
+        description="Run a name server and a broker in one process until Ctrl-C/SIGTERM.")
+    up.add_argument("--store", help=f"store directory (default: storePathRootDir or ./{DEFAULT_UP_STORE})")
+    up.add_argument("--namesrv-port", type=int, default=9876, help="name server port (9876)")
+    up.add_argument("--broker-port", type=int, default=None,
+                    help="broker listenPort (default: broker.conf or 10911); port-2 is also served")
+    up.add_argument("-c", "--config", metavar="broker.conf", help="RocketMQ broker.conf")
+    up.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
+    up.set_defaults(func=cmd_up)
+
+    ns = subparsers.add_parser("namesrv", help="a name server alone")
+    ns.add_argument("--port", type=int, default=9876, help="listen port (9876)")
+    ns.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
+    ns.set_defaults(func=cmd_namesrv)
+
+    br = subparsers.add_parser("broker", help="a broker alone")
+    br.add_argument("-n", "--namesrv", metavar="HOST:PORT",
+                    help="name server address(es), ';'-separated (overrides namesrvAddr)")
+    br.add_argument("-c", "--config", metavar="broker.conf", help="RocketMQ broker.conf")
+    br.add_argument("--store", help="store directory (overrides storePathRootDir)")
+    br.add_argument("--port", type=int, default=None, help="listenPort (overrides broker.conf)")
+    br.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
+    br.set_defaults(func=cmd_broker)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``rmq-emu`` parser with every available area's subcommands."""
+    parser = argparse.ArgumentParser(
+        prog="rmq-emu", description="RocketMQ-compatible name server and broker (emulator).")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="more logging (-v info, -vv debug)")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, required in SUBCOMMAND_MODULES:
+        if name == __name__ or name == "broker.cli":
+            register(subparsers)
+            continue
+        try:
+            module = importlib.import_module(name)
+        except ImportError as e:
+            if required or (e.name and not name.startswith(e.name)):
+                raise
+            continue
+        module.register(subparsers)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``rmq-emu`` command."""
-    print("rmq-emu: not yet implemented", file=sys.stderr)
-    return 2
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except CliError as e:
+        print(f"rmq-emu: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
