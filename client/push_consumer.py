@@ -1,0 +1,489 @@
+"""The push consumer (Java ``DefaultMQPushConsumer``), Twisted API.
+
+* CLUSTERING (queues split among the group with :func:`client.rebalance.allocate_averagely`,
+  offsets stored on the broker) or BROADCASTING (every member reads every queue, offsets kept
+  locally).
+* Concurrent or orderly consumption. Orderly clustering consumers lock their queues with
+  LOCK_BATCH_MQ (41) before pulling and re-lock every 20 s; a queue is consumed one batch at a
+  time, a failed batch is retried after ``orderly_suspend`` seconds.
+* Rebalance on start, every ``rebalance_interval`` and at once on NOTIFY_CONSUMER_IDS_CHANGED (40).
+* Long-polling pulls (11) with the committed offset piggy-backed; offsets also persisted with
+  UPDATE_CONSUMER_OFFSET (15) every ``persist_interval`` and at shutdown.
+* A failed message (listener returned RECONSUME_LATER / False or raised) goes back to the broker
+  with CONSUMER_SEND_MSG_BACK (36) and returns through ``%RETRY%{group}``, which a clustering
+  consumer subscribes to automatically; past ``max_reconsume_times`` the broker moves it to the DLQ.
+
+The listener is ``listener(msgs: list[MessageExt], context: ConsumeContext)`` returning a
+:class:`ConsumeStatus` (or True / None for success, False for failure), or a Deferred of one.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from twisted.internet import defer, task
+
+from broker.message import RETRY_GROUP_TOPIC_PREFIX
+from client import api
+from client.instance import ClientInstance
+from client.message import MessageExt, MessageQueue, restore_retry_topic
+from client.rebalance import Subscription, allocate_averagely, rebalance_diff
+from client.route import subscribe_queues
+
+log = logging.getLogger(__name__)
+
+CLUSTERING = "CLUSTERING"
+BROADCASTING = "BROADCASTING"
+CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
+CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
+
+
+class ConsumeStatus(enum.Enum):
+    """``ConsumeConcurrentlyStatus`` / ``ConsumeOrderlyStatus`` in one enum."""
+
+    CONSUME_SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
+@dataclass(slots=True)
+class ConsumeContext:
+    """Passed to the listener; ``delay_level_when_next_consume`` 0 lets the broker choose
+    (3 + reconsume times), -1 sends failures straight to the DLQ."""
+
+    message_queue: MessageQueue
+    delay_level_when_next_consume: int = 0
+    suspend_seconds: float | None = None
+
+
+@dataclass(slots=True)
+class ProcessQueue:
+    """Per-queue pull state (``ProcessQueue``)."""
+
+    mq: MessageQueue
+    next_offset: int
+    dropped: bool = False
+    locked: bool = False
+    lock_time: float = 0.0
+    consumed: int = 0
+
+
+def _ok(result: Any) -> bool:
+    if result is None or result is True:
+        return True
+    return result is ConsumeStatus.CONSUME_SUCCESS
+
+
+def _sleep(reactor: Any, seconds: float) -> defer.Deferred:
+    return task.deferLater(reactor, seconds, lambda: None)
+
+
+class PushConsumer:
+    """A push consumer of ``group``; :meth:`subscribe`, then :meth:`start` (a Deferred)."""
+
+    consume_type = "CONSUME_PASSIVELY"
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str | list[str],
+        listener: Callable[..., Any] | None = None,
+        *,
+        message_model: str = CLUSTERING,
+        orderly: bool = False,
+        consume_from_where: str = CONSUME_FROM_LAST_OFFSET,
+        consume_timestamp_ms: int | None = None,
+        pull_batch_size: int = 32,
+        consume_batch_size: int = 1,
+        max_reconsume_times: int = 16,
+        suspend_ms: int = 15000,
+        pull_timeout: float = 30.0,
+        rebalance_interval: float = 20.0,
+        persist_interval: float = 5.0,
+        orderly_suspend: float = 1.0,
+        reactor: Any = None,
+        instance: ClientInstance | None = None,
+        client_ip: str = "127.0.0.1",
+        heartbeat_interval: float = 30.0,
+        poll_interval: float = 30.0,
+    ) -> None:
+        if message_model not in (CLUSTERING, BROADCASTING):
+            raise ValueError(f"message_model must be {CLUSTERING} or {BROADCASTING}")
+        self.group = group
+        self.listener = listener
+        self.message_model = message_model
+        self.orderly = orderly
+        self.consume_from_where = consume_from_where
+        self.consume_timestamp_ms = consume_timestamp_ms
+        self.pull_batch_size = pull_batch_size
+        self.consume_batch_size = max(1, consume_batch_size)
+        self.max_reconsume_times = max_reconsume_times
+        self.suspend_ms = suspend_ms
+        self.pull_timeout = pull_timeout
+        self.rebalance_interval = rebalance_interval
+        self.persist_interval = persist_interval
+        self.orderly_suspend = orderly_suspend
+        self.instance = instance or ClientInstance(
+            namesrv_addr, reactor, client_ip, heartbeat_interval=heartbeat_interval,
+            poll_interval=poll_interval,
+        )
+        self._own_instance = instance is None
+        self.reactor = self.instance.reactor
+        self.subscriptions: dict[str, Subscription] = {}
+        self.process_queues: dict[MessageQueue, ProcessQueue] = {}
+        self.offsets: dict[MessageQueue, int] = {}
+        self.running = False
+        self._rebalance_lock = defer.DeferredLock()
+        self._rebalance_pending = False
+        self._loops: list[task.LoopingCall] = []
+        self._tasks: set[defer.Deferred] = set()
+
+    @property
+    def client_id(self) -> str:
+        """This consumer's client id."""
+        return self.instance.client_id
+
+    # --- configuration ------------------------------------------------------------------------
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Consume ``topic`` messages whose tag matches ``expression`` (``"*"``, ``"a || b"``)."""
+        self.subscriptions[topic] = Subscription.build(topic, expression, int(time.time() * 1000))
+
+    def register_listener(self, listener: Callable[..., Any]) -> None:
+        """Set the message listener."""
+        self.listener = listener
+
+    @property
+    def clustering(self) -> bool:
+        return self.message_model == CLUSTERING
+
+    def consumer_data(self) -> dict:
+        """This group's ``ConsumerData`` for heartbeats."""
+        return {
+            "consumeFromWhere": self.consume_from_where,
+            "consumeType": self.consume_type,
+            "groupName": self.group,
+            "messageModel": self.message_model,
+            "subscriptionDataSet": [s.to_json() for s in self.subscriptions.values()],
+            "unitMode": False,
+        }
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> defer.Deferred:
+        """Look up routes, heartbeat, rebalance and start pulling; fires when the first
+        rebalance is done."""
+        return defer.ensureDeferred(self._start())
+
+    async def _start(self) -> None:
+        if self.listener is None and self.consume_type == "CONSUME_PASSIVELY":
+            raise ValueError("register a listener before start()")
+        if self.clustering:
+            # copySubscription: clustering consumers also read their retry topic.
+            retry = RETRY_GROUP_TOPIC_PREFIX + self.group
+            self.subscriptions.setdefault(retry, Subscription.build(retry, "*", int(time.time() * 1000)))
+        if self.instance.consumers.get(self.group) not in (None, self):
+            raise ValueError(f"the consumer group {self.group} is already registered in this client")
+        self.instance.consumers[self.group] = self
+        self.instance.start()
+        self.running = True
+        for topic in self.subscriptions:
+            try:
+                await self.instance.update_route(topic)
+            except Exception as exc:
+                log.debug("route of %s: %s", topic, exc)
+        await self.instance.send_heartbeat_to_all_brokers()
+        for interval, fn in (
+            (self.rebalance_interval, self.rebalance),
+            (self.persist_interval, self.persist_offsets),
+        ):
+            loop = task.LoopingCall(fn)
+            loop.clock = self.reactor
+            loop.start(interval, now=False).addErrback(lambda f: log.error("%s", f.getTraceback()))
+            self._loops.append(loop)
+        if self.orderly and self.clustering:
+            loop = task.LoopingCall(self.lock_all)
+            loop.clock = self.reactor
+            loop.start(20.0, now=False).addErrback(lambda f: log.error("%s", f.getTraceback()))
+            self._loops.append(loop)
+        await self.rebalance()
+
+    def shutdown(self) -> defer.Deferred:
+        """Stop pulling, persist offsets, unlock queues and unregister."""
+        return defer.ensureDeferred(self._shutdown())
+
+    async def _shutdown(self) -> None:
+        if not self.running:
+            return
+        self.running = False
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        self._loops.clear()
+        for pq in self.process_queues.values():
+            pq.dropped = True
+        await self.persist_offsets()
+        if self.orderly and self.clustering:
+            await self._unlock(list(self.process_queues))
+        self.instance.consumers.pop(self.group, None)
+        await self.instance.unregister(consumer_group=self.group)
+        if self._own_instance:
+            await self.instance.shutdown()
+        for d in list(self._tasks):
+            d.cancel()
+
+    # --- rebalance ----------------------------------------------------------------------------
+    def rebalance_soon(self) -> None:
+        """Schedule a rebalance now (NOTIFY_CONSUMER_IDS_CHANGED)."""
+        if self._rebalance_pending or not self.running:
+            return
+        self._rebalance_pending = True
+
+        def go() -> None:
+            self._rebalance_pending = False
+            self.rebalance()
+
+        self.reactor.callLater(0, go)
+
+    def rebalance(self) -> defer.Deferred:
+        """Re-split the queues of every subscribed topic (``RebalanceImpl.doRebalance``)."""
+        return self._rebalance_lock.run(lambda: defer.ensureDeferred(self._rebalance()))
+
+    async def _rebalance(self) -> None:
+        if not self.running:
+            return
+        for topic in list(self.subscriptions):
+            try:
+                await self._rebalance_topic(topic)
+            except Exception as exc:
+                log.info("rebalance of %s for %s failed: %s", topic, self.group, exc)
+
+    async def _rebalance_topic(self, topic: str) -> None:
+        route = self.instance.routes.get(topic) or await self.instance.update_route(topic)
+        if route is None:
+            return
+        mqs = subscribe_queues(topic, route)
+        if self.clustering:
+            addr = None
+            for bd in route.broker_datas:
+                addr = bd.master_addr() or next(iter(bd.broker_addrs.values()), None)
+                if addr:
+                    break
+            if addr is None:
+                return
+            cids = await api.consumer_ids(self.instance, self.group, addr)
+            allocated = allocate_averagely(self.client_id, mqs, cids)
+        else:
+            allocated = mqs
+        current = [mq for mq in self.process_queues if mq.topic == topic]
+        to_add, to_remove = rebalance_diff(current, allocated)
+        for mq in to_remove:
+            pq = self.process_queues.pop(mq)
+            pq.dropped = True
+            await self._persist(mq)
+            self.offsets.pop(mq, None)
+        if to_remove and self.orderly and self.clustering:
+            await self._unlock(to_remove)
+        if to_add and self.orderly and self.clustering:
+            locked = await self._lock(to_add)
+            to_add = [mq for mq in to_add if mq in locked]
+        for mq in to_add:
+            try:
+                offset = await self.compute_pull_from_where(mq)
+            except Exception as exc:
+                log.info("cannot compute the offset of %s: %s", mq, exc)
+                continue
+            if offset < 0:
+                continue
+            pq = ProcessQueue(mq, offset, locked=self.orderly and self.clustering, lock_time=self.reactor.seconds())
+            self.process_queues[mq] = pq
+            self.offsets[mq] = offset
+            log.info("%s %s starts pulling %s at %d", self.group, self.client_id, mq, offset)
+            self._spawn(self._pull_loop(pq))
+
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        """``RebalancePushImpl.computePullFromWhere``."""
+        if self.clustering:
+            last = await api.query_consumer_offset(self.instance, self.group, mq)
+        else:
+            last = self.offsets.get(mq, -1)
+        if last >= 0:
+            return last
+        is_retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+        if self.consume_from_where == CONSUME_FROM_FIRST_OFFSET:
+            return 0
+        if self.consume_from_where == CONSUME_FROM_TIMESTAMP and not is_retry:
+            ts = self.consume_timestamp_ms or int((time.time() - 1800) * 1000)
+            return await api.search_offset(self.instance, mq, ts)
+        if is_retry:
+            return 0
+        return await api.max_offset(self.instance, mq)
+
+    async def _lock(self, mqs: list[MessageQueue]) -> set[MessageQueue]:
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for mq in mqs:
+            by_broker.setdefault(mq.broker_name, []).append(mq)
+        locked: set[MessageQueue] = set()
+        for broker, group_mqs in by_broker.items():
+            addr = self.instance.master_addr(broker)
+            if addr is None:
+                continue
+            try:
+                locked |= await api.lock_batch(self.instance, self.group, addr, group_mqs)
+            except Exception as exc:
+                log.info("lock of %s at %s failed: %s", group_mqs, addr, exc)
+        return locked
+
+    async def _unlock(self, mqs: list[MessageQueue]) -> None:
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for mq in mqs:
+            by_broker.setdefault(mq.broker_name, []).append(mq)
+        for broker, group_mqs in by_broker.items():
+            addr = self.instance.master_addr(broker)
+            if addr is not None:
+                try:
+                    await api.unlock_batch(self.instance, self.group, addr, group_mqs)
+                except Exception as exc:
+                    log.debug("unlock at %s failed: %s", addr, exc)
+
+    def lock_all(self) -> defer.Deferred:
+        """Re-lock every assigned queue (``RebalanceImpl.lockAll``, every 20 s)."""
+        return defer.ensureDeferred(self._lock_all())
+
+    async def _lock_all(self) -> None:
+        locked = await self._lock(list(self.process_queues))
+        now = self.reactor.seconds()
+        for mq, pq in self.process_queues.items():
+            pq.locked = mq in locked
+            if pq.locked:
+                pq.lock_time = now
+
+    # --- offsets ------------------------------------------------------------------------------
+    async def _persist(self, mq: MessageQueue) -> None:
+        offset = self.offsets.get(mq)
+        if offset is None or not self.clustering:
+            return
+        try:
+            await api.update_consumer_offset(self.instance, self.group, mq, offset)
+        except Exception as exc:
+            log.debug("persisting the offset of %s failed: %s", mq, exc)
+
+    def persist_offsets(self) -> defer.Deferred:
+        """UPDATE_CONSUMER_OFFSET (15) for every assigned queue (``persistAllConsumerOffset``)."""
+        async def run() -> None:
+            for mq in list(self.process_queues):
+                await self._persist(mq)
+        return defer.ensureDeferred(run())
+
+    # --- pulling and consuming --------------------------------------------------------------
+    def _spawn(self, coro: Any) -> None:
+        d = defer.ensureDeferred(coro)
+        self._tasks.add(d)
+
+        def done(result: Any) -> None:
+            self._tasks.discard(d)
+            if isinstance(result, defer.failure.Failure) and not result.check(defer.CancelledError):
+                log.error("consumer task failed: %s", result.getTraceback())
+
+        d.addBoth(done)
+
+    async def _pull_loop(self, pq: ProcessQueue) -> None:
+        sub = self.subscriptions[pq.mq.topic]
+        while self.running and not pq.dropped:
+            if self.orderly and self.clustering and not pq.locked:
+                await _sleep(self.reactor, 1.0)
+                continue
+            try:
+                result = await api.pull(
+                    self.instance, self.group, pq.mq, sub, pq.next_offset, self.pull_batch_size,
+                    commit_offset=self.offsets.get(pq.mq, 0) if self.clustering else 0,
+                    suspend_ms=self.suspend_ms, timeout=self.pull_timeout,
+                )
+            except Exception as exc:
+                if not self.running or pq.dropped:
+                    return
+                log.debug("pull of %s failed: %s; retrying in 3 s", pq.mq, exc)
+                await _sleep(self.reactor, 3.0)  # pullTimeDelayMillsWhenException
+                continue
+            if pq.dropped or not self.running:
+                return
+            if result.status is api.PullStatus.OFFSET_ILLEGAL:
+                log.warning("offset %d of %s is illegal; moving to %d", pq.next_offset, pq.mq,
+                            result.next_begin_offset)
+            if result.messages:
+                for m in result.messages:
+                    restore_retry_topic(m, self.group)
+                await self._consume(pq, result.messages)
+                if pq.dropped:
+                    return
+            pq.next_offset = result.next_begin_offset
+            self.offsets[pq.mq] = result.next_begin_offset
+
+    async def _consume(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        chunks = [msgs[i : i + self.consume_batch_size] for i in range(0, len(msgs), self.consume_batch_size)]
+        if self.orderly:
+            for chunk in chunks:
+                await self._consume_orderly(pq, chunk)
+                if pq.dropped:
+                    return
+        else:
+            await defer.DeferredList(
+                [defer.ensureDeferred(self._consume_concurrently(pq, c)) for c in chunks],
+                consumeErrors=True,
+            )
+        pq.consumed += len(msgs)
+
+    async def _call_listener(self, msgs: list[MessageExt], ctx: ConsumeContext) -> bool:
+        try:
+            result = await defer.maybeDeferred(self.listener, msgs, ctx)
+        except Exception:
+            log.exception("listener of %s failed on %d message(s)", self.group, len(msgs))
+            return False
+        return _ok(result)
+
+    async def _consume_concurrently(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        ctx = ConsumeContext(pq.mq)
+        while True:
+            if await self._call_listener(msgs, ctx):
+                return
+            if not self.clustering:
+                log.warning("BROADCASTING consumer %s drops %d failed message(s)", self.group, len(msgs))
+                return
+            failed = []
+            for m in msgs:
+                try:
+                    await api.send_back(self.instance, self.group, m, ctx.delay_level_when_next_consume,
+                                        self.max_reconsume_times)
+                except Exception as exc:
+                    log.info("send back of %s failed (%s); consuming it again in 5 s", m.msg_id, exc)
+                    m.reconsume_times += 1
+                    failed.append(m)
+            if not failed or not self.running or pq.dropped:
+                return
+            msgs = failed
+            await _sleep(self.reactor, 5.0)
+
+    async def _consume_orderly(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        ctx = ConsumeContext(pq.mq)
+        while self.running and not pq.dropped:
+            if await self._call_listener(msgs, ctx):
+                return
+            if self.clustering and all(m.reconsume_times >= self.max_reconsume_times for m in msgs):
+                for m in msgs:
+                    try:
+                        await api.send_back(self.instance, self.group, m, -1, self.max_reconsume_times)
+                    except Exception as exc:
+                        log.warning("could not move %s to the DLQ: %s", m.msg_id, exc)
+                return
+            for m in msgs:
+                m.reconsume_times += 1
+            await _sleep(self.reactor, ctx.suspend_seconds or self.orderly_suspend)
+
+    @property
+    def assigned_queues(self) -> list[MessageQueue]:
+        """The queues this member currently pulls."""
+        return sorted(self.process_queues)
