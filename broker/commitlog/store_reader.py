@@ -1,0 +1,216 @@
+"""The read side of the message store facade (``DefaultMessageStore.getMessage`` and the
+offset queries), mixed into :class:`broker.store.MessageStore`.
+
+``get_message`` follows RocketMQ 4.9 (protocol.md §3.2):
+
+==========================  ==========================  =============================
+condition                   status                      next_begin_offset
+==========================  ==========================  =============================
+no such queue               NO_MATCHED_LOGIC_QUEUE      0
+queue empty (max 0)         NO_MESSAGE_IN_QUEUE         0
+offset < min                OFFSET_TOO_SMALL            min
+offset == max               OFFSET_OVERFLOW_ONE         offset
+offset > max                OFFSET_OVERFLOW_BADLY       max
+messages returned           FOUND                       offset + units scanned
+all scanned filtered out    NO_MATCHED_MESSAGE          offset + units scanned
+commitlog segment gone      MESSAGE_WAS_REMOVING        offset + units scanned
+no unit readable            OFFSET_FOUND_NULL           start of the next CQ file
+==========================  ==========================  =============================
+
+Batch limits (``isTheBatchFull``): ``max_msg_nums``; 256 KiB / 32 messages while the data is
+within ``access_message_in_memory_max_ratio`` % of RAM behind the commitlog end, else 64 KiB / 8;
+at most ``max(16000, max_msg_nums * 20)`` bytes of units scanned.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+
+from broker.commitlog.commitlog import CommitLogError
+from broker.commitlog.record import MessageRecord
+from broker.commitlog.results import GetMessageResult, GetMessageStatus
+from broker.consumequeue.unit import CQ_STORE_UNIT_SIZE
+
+log = logging.getLogger(__name__)
+
+_SYSFLAG_BORN = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+try:
+    _TOTAL_MEMORY = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+except (ValueError, OSError):  # pragma: no cover - non-POSIX
+    _TOTAL_MEMORY = 8 << 30
+
+
+class StoreReader:
+    """Read methods; expects ``self.commitlog``, ``self.consume_queues``, ``self.config``,
+    ``self.corrupt_offsets``."""
+
+    # --- offsets ------------------------------------------------------------------------------
+    @property
+    def max_physical_offset(self) -> int:
+        """End of the commitlog data."""
+        return self.commitlog.max_offset
+
+    @property
+    def min_physical_offset(self) -> int:
+        """First commitlog offset still on disk."""
+        return self.commitlog.min_offset
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """Logical offset after the last unit (0 for an unknown queue)."""
+        cq = self.consume_queues.find(topic, queue_id)
+        return cq.max_offset if cq is not None else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """First live logical offset (0 for an unknown queue)."""
+        cq = self.consume_queues.find(topic, queue_id)
+        return cq.min_offset if cq is not None else 0
+
+    def store_time_at(self, commitlog_offset: int, size: int = 0) -> int:
+        """STORETIMESTAMP of the record at ``commitlog_offset``, -1 if unreadable."""
+        mf = self.commitlog.queue.find_mapped_file_by_offset(commitlog_offset)
+        if mf is None:
+            return -1
+        pos = commitlog_offset - mf.file_from_offset
+        if pos + 72 > mf.wrote_position:
+            return -1
+        sys_flag = _SYSFLAG_BORN.unpack_from(mf.mm, pos + 36)[0]
+        born = 20 if sys_flag & 0x10 else 8
+        return _I64.unpack_from(mf.mm, pos + 48 + born)[0]
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, ts_ms: int) -> int:
+        """``getOffsetInQueueByTime``: the logical offset whose store time is nearest
+        ``ts_ms`` (see ``ConsumeQueue.offset_by_time``); 0 for an unknown queue."""
+        cq = self.consume_queues.find(topic, queue_id)
+        if cq is None:
+            return 0
+        return cq.offset_by_time(ts_ms, self.store_time_at, self.commitlog.min_offset)
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        """Store time of the first live message of the queue, -1 if none."""
+        cq = self.consume_queues.find(topic, queue_id)
+        if cq is None:
+            return -1
+        unit = cq.get_unit(cq.min_offset)
+        if unit is None:
+            return -1
+        return self.store_time_at(unit[0], unit[1])
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
+        """Store time of the message at logical ``offset``, -1 if none."""
+        cq = self.consume_queues.find(topic, queue_id)
+        unit = cq.get_unit(offset) if cq is not None else None
+        return self.store_time_at(unit[0], unit[1]) if unit is not None else -1
+
+    def get_consume_queue_units(self, topic: str, queue_id: int, offset: int,
+                                max_units: int) -> list[tuple[int, int, int]]:
+        """Up to ``max_units`` (commitlog_offset, size, tags_code) from logical ``offset``."""
+        cq = self.consume_queues.find(topic, queue_id)
+        return cq.get_units(offset, max_units) if cq is not None else []
+
+    # --- records ------------------------------------------------------------------------------
+    def look_message_by_offset(self, commitlog_offset: int) -> MessageRecord | None:
+        """The decoded record at ``commitlog_offset``, None (logged with file and offset) if
+        there is no valid record there."""
+        if commitlog_offset in self.corrupt_offsets:
+            log.error("record at commitlog offset %d failed its CRC at recovery",
+                      commitlog_offset)
+            return None
+        try:
+            return self.commitlog.look(commitlog_offset)
+        except CommitLogError as exc:
+            log.warning("look_message_by_offset: %s", exc)
+            return None
+
+    def read_raw(self, commitlog_offset: int, size: int | None = None) -> bytes:
+        """The stored bytes of the record at ``commitlog_offset``; CommitLogError (naming the
+        file and offset) when there is no valid record there."""
+        if commitlog_offset in self.corrupt_offsets:
+            raise CommitLogError("record failed its CRC at recovery",
+                                 self.commitlog.queue.store_path, commitlog_offset)
+        return self.commitlog.read_raw(commitlog_offset, size)
+
+    # --- get_message --------------------------------------------------------------------------
+    def get_message(self, group: str, topic: str, queue_id: int, offset: int,
+                    max_msg_nums: int, tags_filter=None) -> GetMessageResult:
+        """Pull up to ``max_msg_nums`` raw records from logical ``offset``.
+
+        ``tags_filter(tags_code) -> bool`` (None: everything matches).
+        """
+        cq = self.consume_queues.find(topic, queue_id)
+        if cq is None:
+            return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, 0)
+        min_off, max_off = cq.min_offset, cq.max_offset
+        res = GetMessageResult(GetMessageStatus.NO_MATCHED_MESSAGE, offset, min_off, max_off)
+        if max_off == 0:
+            res.status, res.next_begin_offset = GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0
+            return res
+        if offset < min_off:
+            res.status, res.next_begin_offset = GetMessageStatus.OFFSET_TOO_SMALL, min_off
+            return res
+        if offset == max_off:
+            res.status = GetMessageStatus.OFFSET_OVERFLOW_ONE
+            return res
+        if offset > max_off:
+            res.status, res.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_off
+            return res
+        cfg = self.config
+        max_units = max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE) // CQ_STORE_UNIT_SIZE
+        units = cq.get_units(offset, max_units)
+        if not units:
+            per_file = cq.mapped_file_size // CQ_STORE_UNIT_SIZE
+            res.status = GetMessageStatus.OFFSET_FOUND_NULL
+            res.next_begin_offset = offset + per_file - offset % per_file
+            return res
+        commitlog = self.commitlog
+        max_phy = commitlog.max_offset
+        memory = _TOTAL_MEMORY * cfg.access_message_in_memory_max_ratio // 100
+        corrupt = self.corrupt_offsets
+        messages = res.messages
+        qoffs = res.queue_offsets
+        cl_offs = res.commitlog_offsets
+        total = 0
+        next_phy_file_start = -1
+        scanned = 0
+        status = GetMessageStatus.NO_MATCHED_MESSAGE
+        for phy, size, tags in units:
+            if messages:  # isTheBatchFull
+                count = len(messages)
+                if count >= max_msg_nums:
+                    break
+                if max_phy - phy > memory:
+                    if total + size > cfg.max_transfer_bytes_on_message_in_disk or (
+                        count > cfg.max_transfer_count_on_message_in_disk - 1
+                    ):
+                        break
+                elif total + size > cfg.max_transfer_bytes_on_message_in_memory or (
+                    count > cfg.max_transfer_count_on_message_in_memory - 1
+                ):
+                    break
+            scanned += 1
+            if next_phy_file_start != -1 and phy < next_phy_file_start:
+                continue
+            if tags_filter is not None and not tags_filter(tags):
+                continue
+            data = None if phy in corrupt else commitlog.read_unchecked(phy, size)
+            if data is None:
+                if phy in corrupt:
+                    log.error("skipping corrupt record at commitlog offset %d (%s-%d offset %d)",
+                              phy, topic, queue_id, offset + scanned - 1)
+                if not messages:
+                    status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                next_phy_file_start = commitlog.roll_next_file(phy)
+                continue
+            messages.append(data)
+            qoffs.append(offset + scanned - 1)
+            cl_offs.append(phy)
+            total += size
+        if messages:
+            status = GetMessageStatus.FOUND
+        res.status = status
+        res.next_begin_offset = offset + scanned
+        res.buffer_total_size = total
+        return res

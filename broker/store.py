@@ -1,0 +1,415 @@
+"""The message store facade (RocketMQ ``store/DefaultMessageStore.java``): commitlog, consume
+queues, index, checkpoint, flush and retention behind the API the processors use.
+
+Contract (team brief)::
+
+    store = MessageStore(MessageStoreConfig(...), clock, reactor=None)
+    store.load() -> bool      # recovery; False (and ``store.load_error``) on corruption
+    store.start()             # abort file, flush/retention timers (with a reactor)
+    r = store.put_message(record)          # PutMessageResult (status, append, flushed)
+    r = store.put_messages(records)        # one batch of one (topic, queueId)
+    g = store.get_message(group, topic, queue_id, offset, max_msg_nums, tags_filter=None)
+    store.shutdown()
+
+Dispatch ("reput"): each appended record is written into its consume queue synchronously (a
+pull right after the put sees it); index entries are queued and written on the next reactor
+turn, on the consume-queue flush timer, before a query and at shutdown (RocketMQ builds both in
+its ReputMessageService thread, i.e. asynchronously too). PREPARED / ROLLBACK transaction
+records get no consume-queue unit; ROLLBACK ones are not indexed (protocol.md §4.4).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from broker.commitlog.checkpoint import StoreCheckpoint
+from broker.commitlog.commitlog import CommitLog, CommitLogError
+from broker.commitlog.flush import FlushService
+from broker.commitlog.mapped_file import MappedFileError
+from broker.commitlog.record import MessageRecord
+from broker.commitlog.recovery import RecoveryError, recover
+from broker.commitlog.results import (
+    AppendMessageResult,
+    AppendMessageStatus,
+    GetMessageResult,
+    GetMessageStatus,
+    PutMessageResult,
+    PutMessageStatus,
+)
+from broker.commitlog.store_reader import StoreReader
+from broker.config_files import open_config_managers
+from broker.consumequeue.store import ConsumeQueueStore
+from broker.index.service import IndexService
+from broker.message import (
+    PROPERTY_KEYS,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    RMQ_SYS_SCHEDULE_TOPIC,
+)
+from broker.schedule.delay_level_service import schedule_tags_code
+from broker.schedule.delay_levels import DelayLevels
+from broker.store_config import MessageStoreConfig
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "AppendMessageResult", "GetMessageResult", "GetMessageStatus", "MessageStore",
+    "MessageStoreConfig", "PutMessageResult", "PutMessageStatus",
+]
+
+_APPEND_TO_PUT = {
+    AppendMessageStatus.MESSAGE_SIZE_EXCEEDED: PutMessageStatus.MESSAGE_ILLEGAL,
+    AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED: PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
+    AppendMessageStatus.UNKNOWN_ERROR: PutMessageStatus.UNKNOWN_ERROR,
+    AppendMessageStatus.END_OF_FILE: PutMessageStatus.UNKNOWN_ERROR,
+}
+_TX_MASK = 0xC
+_PREPARED = 0x4
+_ROLLBACK = 0xC
+_INDEX_DRAIN_LIMIT = 50_000
+
+
+class MessageStore(StoreReader):
+    """The store. ``clock`` is an ``IReactorTime`` (store timestamps are
+    ``int(clock.seconds() * 1000)``); ``reactor`` (optional) runs the flush and retention
+    timers and SYNC_FLUSH group commits. Read methods live in :class:`StoreReader`."""
+
+    def __init__(self, config: MessageStoreConfig, clock, reactor=None) -> None:
+        self.config = config
+        self.clock = clock
+        self.reactor = reactor
+        os.makedirs(config.store_path_root_dir, exist_ok=True)
+        self.commitlog = CommitLog(
+            config.commitlog_dir, config.mapped_file_size_commitlog, clock,
+            warm=config.warm_mapped_file_enable,
+        )
+        self.consume_queues = ConsumeQueueStore(
+            config.consume_queue_dir, config.mapped_file_size_consume_queue, clock=clock
+        )
+        self.index: IndexService | None = (
+            IndexService(config.index_dir, clock, config.max_hash_slot_num,
+                         config.max_index_num, config.max_msgs_num_batch)
+            if config.message_index_enable else None
+        )
+        self.checkpoint = StoreCheckpoint(config.checkpoint_path)
+        self.flush_service = FlushService(
+            self.commitlog.queue, config, clock, reactor, after_flush=self._after_commitlog_flush
+        )
+        self.delay_levels = DelayLevels.parse(config.message_delay_level)
+        #: Replaceable: tagsCode of a SCHEDULE_TOPIC_XXXX record (the deliver time).
+        self.schedule_tags_code = schedule_tags_code
+        managers = open_config_managers(config.store_path_root_dir, clock)
+        self.topic_config = managers["topic_config"]
+        self.consumer_offsets = managers["consumer_offsets"]
+        self.delay_offsets = managers["delay_offsets"]
+        self.subscription_groups = managers["subscription_groups"]
+        self._listeners: list = []
+        self._index_pending: list[tuple] = []
+        self._index_call = None
+        self._timers: list = []
+        self.corrupt_offsets: set[int] = set()
+        self.load_error: Exception | None = None
+        self.last_dispatched_timestamp = 0
+        self.loaded = False
+        self.running = False
+        self.shutdown_done = False
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def load(self) -> bool:
+        """Map files and recover (abnormally if the ``abort`` file is there). False with
+        ``load_error`` set (and logged, naming file and offset) when the store is unusable."""
+        cfg = self.config
+        abnormal = os.path.exists(cfg.abort_path)
+        try:
+            self.checkpoint.load()
+            self.commitlog.load()
+            self.consume_queues.load()
+            if self.index is not None:
+                self.index.load()
+            min_ts = (self.checkpoint.min_timestamp_index if self.index is not None
+                      else self.checkpoint.min_timestamp)
+            res = recover(self.commitlog, abnormal=abnormal, min_timestamp=min_ts,
+                          check_crc=cfg.check_crc_on_recover)
+            self.corrupt_offsets = set(res.corrupt_offsets)
+            self.consume_queues.recover()
+            self.consume_queues.truncate_dirty(res.end_offset)
+            if self.index is not None:
+                self.index.truncate(res.end_offset)
+            self._recover_queue_table()
+            self._reput(self._reput_from(abnormal, res.scan_from))
+        except (RecoveryError, MappedFileError) as exc:
+            log.error("store cannot load: %s", exc)
+            self.load_error = exc
+            return False
+        self.loaded = True
+        self.running = True
+        log.info("store loaded (%s): commitlog %d..%d", "after a crash" if abnormal else "clean",
+                 self.commitlog.min_offset, self.commitlog.max_offset)
+        return True
+
+    def _recover_queue_table(self) -> None:
+        table = self.commitlog.topic_queue_table
+        table.clear()
+        for topic, by_id in self.consume_queues.max_offsets().items():
+            for qid, max_offset in by_id.items():
+                table[(topic, qid)] = max_offset
+
+    def _reput_from(self, abnormal: bool, scan_from: int) -> int:
+        """Where re-dispatch starts: after the last record any consume queue points at (all
+        of the commitlog if there are none, e.g. the directory was deleted), earlier after a
+        crash (from the recovery scan start), and no later than the index's end."""
+        ends = [cq.max_physic_offset for cq in self.consume_queues]
+        start = max(ends) if ends and max(ends) >= 0 else self.commitlog.min_offset
+        if abnormal:
+            start = min(start, scan_from)
+        if self.index is not None and self.index.last_indexed_phy_offset >= 0:
+            start = min(start, self.index.last_indexed_phy_offset)  # a record boundary
+        return max(start, self.commitlog.min_offset)
+
+    def _reput(self, start: int) -> int:
+        """Dispatch every record from ``start`` (idempotent: queues and index skip what they
+        already hold). Returns the number of records dispatched."""
+        n = 0
+        end = self.commitlog.max_offset
+        if start >= end:
+            return 0
+        table = self.commitlog.topic_queue_table
+        for rec in self.commitlog.iter_records(start):
+            if rec.physical_offset in self.corrupt_offsets:
+                continue
+            if rec.sys_flag & _TX_MASK not in (_PREPARED, _ROLLBACK):
+                key = (rec.topic, rec.queue_id)
+                if table.get(key, 0) <= rec.queue_offset:
+                    table[key] = rec.queue_offset + 1
+            self._dispatch(rec)
+            n += 1
+        self._drain_index()
+        log.info("re-dispatched %d records from commitlog offset %d", n, start)
+        return n
+
+    def start(self) -> None:
+        """Create the ``abort`` marker, then arm flush and retention timers (with a reactor)."""
+        if not self.loaded and not self.load():
+            raise RuntimeError(f"store did not load: {self.load_error}")
+        with open(self.config.abort_path, "wb"):
+            pass
+        if not self.commitlog.queue.files:  # preallocate + pre-touch before the first put
+            self.commitlog.queue.get_last_mapped_file(0)
+        self.flush_service.start()
+        self.running = True
+        if self.reactor is not None:
+            self._every(self.config.flush_interval_consume_queue, self._flush_logics)
+            self._every(self.config.clean_resource_interval, self.clean_expired_files)
+
+    def _every(self, interval_ms: int, fn) -> None:
+        def tick():
+            try:
+                fn()
+            except Exception:  # a timer must keep running; the error names the file
+                log.exception("store timer %s failed", getattr(fn, "__name__", fn))
+            if self.running:
+                self._timers[slot] = self.reactor.callLater(interval_ms / 1000.0, tick)
+
+        slot = len(self._timers)
+        self._timers.append(self.reactor.callLater(interval_ms / 1000.0, tick))
+
+    def shutdown(self) -> None:
+        """Stop timers, flush everything, write the checkpoint, unmap, remove ``abort``."""
+        if self.shutdown_done:
+            return
+        self.running = False
+        for call in self._timers:
+            if call.active():
+                call.cancel()
+        if self._index_call is not None and self._index_call.active():
+            self._index_call.cancel()
+        clean = True
+        try:
+            self.flush_service.stop()
+            self.flush()
+        except OSError as exc:
+            clean = False
+            log.error("store shutdown flush failed, keeping the abort marker: %s", exc)
+        self.commitlog.shutdown()
+        self.consume_queues.shutdown()
+        if self.index is not None:
+            self.index.shutdown()
+        for m in (self.topic_config, self.consumer_offsets, self.delay_offsets,
+                  self.subscription_groups):
+            m.persist()
+        if clean and os.path.exists(self.config.abort_path):
+            os.unlink(self.config.abort_path)
+        self.shutdown_done = True
+
+    # --- put ----------------------------------------------------------------------------------
+    def _check(self, record: MessageRecord) -> PutMessageStatus | None:
+        if not self.running:
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        if len(record.body) > self.config.max_message_size:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        return None
+
+    def put_message(self, record: MessageRecord) -> PutMessageResult:
+        """Append one record and dispatch it; see :class:`PutMessageResult`."""
+        bad = self._check(record)
+        if bad is not None:
+            return PutMessageResult(bad)
+        try:
+            res = self.commitlog.append(record)
+        except MappedFileError as exc:
+            log.error("put failed: %s", exc)
+            return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED,
+                                    AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR,
+                                                        error=str(exc)))
+        if res.status is not AppendMessageStatus.PUT_OK:
+            return PutMessageResult(_APPEND_TO_PUT[res.status], res)
+        self._dispatch(record)
+        return PutMessageResult(PutMessageStatus.PUT_OK, res, self.flush_service.on_append())
+
+    def put_messages(self, records: list[MessageRecord]) -> PutMessageResult:
+        """Append a batch of one (topic, queueId) with consecutive queue offsets; the result's
+        ``append.msg_id`` is the comma-joined offset ids."""
+        if not records:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        for r in records:
+            bad = self._check(r)
+            if bad is not None:
+                return PutMessageResult(bad)
+        try:
+            res = self.commitlog.append_batch(records)
+        except MappedFileError as exc:
+            log.error("batch put failed: %s", exc)
+            return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED)
+        if res.status is not AppendMessageStatus.PUT_OK:
+            return PutMessageResult(_APPEND_TO_PUT[res.status], res)
+        for r in records:
+            self._dispatch(r)
+        return PutMessageResult(PutMessageStatus.PUT_OK, res, self.flush_service.on_append())
+
+    # --- dispatch -----------------------------------------------------------------------------
+    def tags_code_of(self, record: MessageRecord) -> int:
+        """The consume-queue tagsCode: the TAGS hash, or the deliver time for the schedule
+        topic (``CommitLog.checkMessageAndReturnSize``)."""
+        if record.topic == RMQ_SYS_SCHEDULE_TOPIC:
+            return self.schedule_tags_code(record, self.delay_levels)
+        return self.commitlog.encoder.tags_code(record.properties.get("TAGS"))
+
+    def _dispatch(self, record: MessageRecord) -> None:
+        tx = record.sys_flag & _TX_MASK
+        ts = record.store_timestamp
+        if tx != _PREPARED and tx != _ROLLBACK:
+            tags = self.tags_code_of(record)
+            self.consume_queues.put(record.topic, record.queue_id, record.queue_offset,
+                                    record.physical_offset, record.total_size, tags)
+            for fn in self._listeners:
+                try:
+                    fn(record.topic, record.queue_id, record.queue_offset, tags, record)
+                except Exception:
+                    log.exception("arrival listener %r failed", fn)
+        if self.index is not None and tx != _ROLLBACK:
+            props = record.properties
+            keys = props.get(PROPERTY_KEYS)
+            uniq = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+            if keys or uniq:
+                pending = self._index_pending
+                pending.append((record.topic, keys, uniq, record.physical_offset, ts))
+                if len(pending) >= _INDEX_DRAIN_LIMIT:
+                    self._drain_index()
+                elif self._index_call is None and self.reactor is not None and self.running:
+                    self._index_call = self.reactor.callLater(0, self._drain_index)
+        self.last_dispatched_timestamp = ts
+
+    def _drain_index(self) -> None:
+        self._index_call = None
+        pending, self._index_pending = self._index_pending, []
+        index = self.index
+        if index is None:
+            return
+        for topic, keys, uniq, offset, ts in pending:
+            index.build_index(topic, keys, uniq, offset, ts)
+
+    def add_arrival_listener(self, fn) -> None:
+        """``fn(topic, queue_id, queue_offset, tags_code, record)`` after each record reaches
+        its consume queue (long polling, schedule services)."""
+        self._listeners.append(fn)
+
+    def remove_arrival_listener(self, fn) -> None:
+        """Undo :meth:`add_arrival_listener`."""
+        if fn in self._listeners:
+            self._listeners.remove(fn)
+
+    # --- durability / retention ---------------------------------------------------------------
+    def _after_commitlog_flush(self) -> None:
+        q = self.commitlog.queue
+        if q.flushed_where >= q.get_max_offset():
+            self.checkpoint.physic_msg_timestamp = self.commitlog.last_store_timestamp
+
+    def _flush_logics(self) -> None:
+        """Consume queues + index + checkpoint (``FlushConsumeQueueService``)."""
+        logics_ts = self.last_dispatched_timestamp
+        self.consume_queues.flush(0)
+        if logics_ts:
+            self.checkpoint.logics_msg_timestamp = logics_ts
+        if self.index is not None:
+            self._drain_index()
+            index_ts = self.index.flush()
+            if index_ts:
+                self.checkpoint.index_msg_timestamp = index_ts
+        self.checkpoint.flush()
+
+    def flush(self) -> None:
+        """Flush the commitlog, consume queues, index and checkpoint now."""
+        if not self.flush_service.flush(0):
+            raise MappedFileError("commitlog flush failed", self.commitlog.queue.store_path)
+        self._flush_logics()
+
+    def clean_expired_files(self) -> int:
+        """Delete commitlog files not modified for ``file_reserved_time`` hours (on the
+        store's clock; never the current file), then consume-queue and index entries below the
+        new minimum. Returns the number of commitlog files deleted."""
+        now = self.clock.seconds()
+        deleted = self.commitlog.queue.delete_expired_by_time(
+            self.config.file_reserved_time * 3600, now
+        )
+        if deleted:
+            new_min = self.commitlog.min_offset
+            log.info("retention: deleted %d commitlog files, min offset now %d", deleted, new_min)
+            self.consume_queues.delete_expired_files(new_min)
+            if self.index is not None:
+                self._drain_index()
+                self.index.delete_expired_files(new_min)
+            self.corrupt_offsets = {o for o in self.corrupt_offsets if o >= new_min}
+        return deleted
+
+    def delete_topic(self, topic: str) -> bool:
+        """Delete the topic's consume queues and forget its queue offsets
+        (``DefaultMessageStore.deleteTopics``); commitlog data ages out by retention."""
+        table = self.commitlog.topic_queue_table
+        for key in [k for k in table if k[0] == topic]:
+            del table[key]
+        return self.consume_queues.delete_topic(topic)
+
+    # --- reads needing the index --------------------------------------------------------------
+    def query_message_offsets(self, topic: str, key: str, max_num: int, begin_ms: int,
+                              end_ms: int):
+        """The index lookup (``QueryOffsetResult``: phy_offsets newest first plus
+        index_last_update_timestamp / _phyoffset for QUERY_MESSAGE's response header)."""
+        if self.index is None:
+            from broker.index.service import QueryOffsetResult
+
+            return QueryOffsetResult()
+        self._drain_index()
+        return self.index.query(topic, key, max_num, begin_ms, end_ms)
+
+    def query_message(self, topic: str, key: str, max_num: int, begin_ms: int,
+                      end_ms: int) -> list[bytes]:
+        """Raw records indexed under ``topic#key`` (UNIQ_KEY or a KEYS token), newest first."""
+        out = []
+        for off in self.query_message_offsets(topic, key, max_num, begin_ms, end_ms).phy_offsets:
+            if off in self.corrupt_offsets:
+                continue
+            try:
+                out.append(self.commitlog.read_raw(off))
+            except CommitLogError as exc:
+                log.warning("query_message: %s", exc)
+        return out
