@@ -35,6 +35,7 @@ import mmap
 import os
 import struct
 from dataclasses import dataclass
+from operator import mul
 
 from construct import Int32sb, Int64sb, Struct
 
@@ -79,12 +80,27 @@ def index_file_size(hash_slot_num: int, index_num: int) -> int:
     return INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
 
 
+_FAST_HASH_MAX = 256
+#: 31**k mod 2**32 for k = _FAST_HASH_MAX .. 0: the last n entries weight an n-char string.
+_POWERS = [pow(31, k, 1 << 32) for k in range(_FAST_HASH_MAX, -1, -1)]
+
+
+def _java_hash(text: str) -> int:
+    """``String.hashCode`` as :func:`broker.message.java_string_hash`, about twice as fast for
+    ASCII keys (one C-level dot product instead of a Python loop); the index hashes every key."""
+    n = len(text)
+    if n <= _FAST_HASH_MAX and text.isascii():
+        h = sum(map(mul, text.encode("ascii"), _POWERS[_FAST_HASH_MAX + 1 - n:])) & 0xFFFFFFFF
+        return h - 0x100000000 if h & 0x80000000 else h
+    return java_string_hash(text)
+
+
 def index_key_hash(key: str) -> int:
     """``IndexFile.indexKeyHashMethod``: ``abs(key.hashCode())``, 0 if still negative.
 
     Java's ``Math.abs(Integer.MIN_VALUE)`` stays negative, hence the special case.
     """
-    h = java_string_hash(key)
+    h = _java_hash(key)
     if h == -(2**31):
         return 0
     return abs(h)

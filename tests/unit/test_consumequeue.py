@@ -6,6 +6,8 @@ import logging
 import os
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from broker.consumequeue.consume_queue import ConsumeQueue, cq_file_size
 from broker.consumequeue.unit import INTEGER_MAX_VALUE, PRE_BLANK_BYTES, encode_unit
@@ -282,3 +284,46 @@ def test_destroy_removes_files(tmp_path):
     cq.destroy()
     assert not qdir(tmp_path).exists()
     assert cq.max_offset == 0 and cq.last_commitlog_offset == -1
+
+
+# --- model-based --------------------------------------------------------------------------------
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), st.integers(1, 7)),
+        st.tuples(st.just("redispatch"), st.integers(0, 30)),
+        st.tuples(st.just("truncate"), st.integers(0, 40)),
+        st.tuples(st.just("reload"), st.just(0)),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_queue_matches_model_under_puts_redispatch_truncate_reload(tmp_path_factory, ops):
+    """Whatever the mix of puts, re-dispatches, truncations and restarts, the queue holds exactly
+    the units a list model says it should."""
+    root = tmp_path_factory.mktemp("cq")
+    cq = make_cq(root)
+    model: list[tuple[int, int, int]] = []
+    for op, arg in ops:
+        if op == "put":
+            for _ in range(arg):
+                n = len(model)
+                unit = (n * 100, 100, n)
+                assert cq.put(n, *unit)
+                model.append(unit)
+        elif op == "redispatch" and model:
+            n = arg % len(model)
+            assert not cq.put(n, *model[n])
+        elif op == "truncate":
+            end = arg * 100
+            cq.truncate_dirty(end)
+            model = [u for u in model if u[0] < end]
+        elif op == "reload":
+            cq.shutdown()
+            cq = reopen(root)
+        assert cq.max_offset == len(model)
+        assert cq.get_units(0, 100) == model
+        assert cq.last_commitlog_offset == (model[-1][0] + 100 if model else -1)
+    cq.shutdown()

@@ -302,3 +302,21 @@ def test_create_refuses_existing_file(tmp_path):
     (tmp_path / "f").write_bytes(b"x")
     with pytest.raises(IndexFileError, match=str(tmp_path / "f")):
         IndexFile(str(tmp_path / "f"), 4, 8, create=True)
+
+
+@given(st.text(max_size=300))
+def test_fast_key_hash_equals_java_string_hash(text):
+    """The index's hash shortcut agrees with String.hashCode for any text."""
+    from broker.index.index_file import _java_hash
+    from broker.message import java_string_hash
+
+    assert _java_hash(text) == java_string_hash(text)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), min_size=200, max_size=300))
+def test_fast_key_hash_long_ascii(text):
+    """Long ASCII keys around the shortcut's length limit hash like String.hashCode."""
+    from broker.index.index_file import _java_hash
+    from broker.message import java_string_hash
+
+    assert _java_hash(text) == java_string_hash(text)
