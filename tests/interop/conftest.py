@@ -1,90 +1,29 @@
-"""Interop fixtures: real RocketMQ clients installed from the registries, and an emulator to point
-them at.
-
-* The clients are installed inside the test run into a cache shared by reruns
-  (``$RMQ_EMU_INTEROP_CACHE``, default ``~/.cache/rocketmq-emu/interop``): PyPI
-  ``rocketmq==0.4.4`` with ``pip install --target`` and npm ``ali-ons``/``rocketmq-nodejs`` with
-  ``npm install --prefix``. An unreachable registry fails the test with the installer's output;
-  it never skips.
-* Each client runs as a subprocess (``tests/interop/clients/*``) printing JSON lines, so a native
-  client crashing at shutdown cannot take pytest down, and every run has a timeout.
-* The emulator is ``python -m broker.cli up`` in a subprocess on free loopback ports with a
-  temporary store, one per session; tests use their own topics and groups.
-"""
+"""Interop fixtures (helpers in interop_support.py; see its docstring)."""
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
-import time
-import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-CLIENTS = Path(__file__).resolve().parent / "clients"
-PYPI_SPEC = "rocketmq==0.4.4"
-NPM_SPECS = ("ali-ons@3.12.0", "rocketmq-nodejs@1.1.2")
-INSTALL_TIMEOUT = 600
-
-
-def cache_dir() -> Path:
-    """Where registry installs are kept between runs."""
-    env = os.environ.get("RMQ_EMU_INTEROP_CACHE")
-    if env:
-        return Path(env)
-    return Path.home() / ".cache" / "rocketmq-emu" / "interop"
-
-
-def _install(name: str, target: Path, command: list[str], check_import: list[str] | None) -> Path:
-    """Run an installer into ``target`` once; a stamp file records a finished install."""
-    stamp = target / ".rmq-emu-installed"
-    if stamp.exists():
-        return target
-    tmp = target.with_name(target.name + f".tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    cmd = [c.replace("{target}", str(tmp)) for c in command]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
-    except FileNotFoundError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        pytest.fail(f"cannot install {name}: {e.filename} not found (needed by the interop tests)")
-    except subprocess.TimeoutExpired:
-        shutil.rmtree(tmp, ignore_errors=True)
-        pytest.fail(f"installing {name} timed out after {INSTALL_TIMEOUT}s: is the registry reachable?")
-    if proc.returncode != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        pytest.fail(
-            f"installing {name} failed (exit {proc.returncode}); is the registry reachable?\n"
-            f"$ {' '.join(cmd)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-        )
-    if check_import:
-        probe = subprocess.run(
-            [c.replace("{target}", str(tmp)) for c in check_import],
-            capture_output=True, text=True, timeout=60,
-        )
-        if probe.returncode != 0:
-            shutil.rmtree(tmp, ignore_errors=True)
-            pytest.fail(f"{name} installed but does not load:\n{probe.stderr[-3000:]}")
-    (tmp / ".rmq-emu-installed").write_text(" ".join(command) + "\n")
-    shutil.rmtree(target, ignore_errors=True)
-    tmp.rename(target)
-    return target
+from interop_support import (
+    NPM_SPECS,
+    PYPI_SPEC,
+    ClientLauncher,
+    Emulator,
+    cache_dir,
+    install,
+    start_emulator,
+    stop_emulator,
+)
 
 
 @pytest.fixture(scope="session")
 def pypi_rocketmq() -> Path:
     """Directory to put on PYTHONPATH for PyPI ``rocketmq==0.4.4`` (bundles librocketmq.so)."""
     target = cache_dir() / "pypi-rocketmq-0.4.4"
-    return _install(
+    return install(
         PYPI_SPEC,
         target,
         [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-q",
@@ -100,7 +39,7 @@ def npm_clients() -> Path:
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.fail("node and npm are required for the npm interop clients (not found on PATH)")
     target = cache_dir() / ("npm-" + "-".join(s.replace("@", "_") for s in NPM_SPECS))
-    _install(
+    install(
         " ".join(NPM_SPECS),
         target,
         ["npm", "install", "--prefix", "{target}", "--no-audit", "--no-fund",
@@ -111,234 +50,12 @@ def npm_clients() -> Path:
     return target / "node_modules"
 
 
-# --- the emulator
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port_pair() -> tuple[int, int]:
-    """Two free ports: one for the name server, one for the broker whose port - 2 is free too."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port < 2000 or not (_port_free(port) and _port_free(port - 2)):
-            continue
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            ns = s.getsockname()[1]
-        if ns not in (port, port - 2):
-            return ns, port
-    raise RuntimeError("no free port pair found")
-
-
-@dataclass
-class Emulator:
-    """A running ``rmq-emu up`` subprocess."""
-
-    proc: subprocess.Popen
-    namesrv: str
-    broker: str
-    store: Path
-    log_path: Path
-
-    def log_tail(self, n: int = 60) -> str:
-        """The last lines of the emulator's output (for assertion messages)."""
-        try:
-            lines = self.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return ""
-        return "\n".join(lines[-n:])
-
-
-def start_emulator(tmp: Path, extra: list[str] | None = None, timeout: float = 30) -> Emulator:
-    """Start ``python -m broker.cli up`` on free ports; wait until it prints ``ready``."""
-    ns_port, broker_port = free_port_pair()
-    store = tmp / "store"
-    log_path = tmp / "emulator.log"
-    log = open(log_path, "wb")  # noqa: SIM115 - kept open for the child's lifetime
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "broker.cli", "up", "--store", str(store),
-         "--namesrv-port", str(ns_port), "--broker-port", str(broker_port),
-         "--host", "127.0.0.1", *(extra or [])],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
-    )
-    log.close()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"rmq-emu up exited with {proc.returncode}:\n"
-                        f"{log_path.read_text(errors='replace')[-4000:]}")
-        text = log_path.read_text(errors="replace")
-        if "ready" in text:
-            return Emulator(proc, f"127.0.0.1:{ns_port}", f"127.0.0.1:{broker_port}", store,
-                            log_path)
-        time.sleep(0.1)
-    proc.kill()
-    pytest.fail(f"rmq-emu up not ready after {timeout}s:\n{log_path.read_text()[-4000:]}")
-
-
-def stop_emulator(emu: Emulator, timeout: float = 15) -> int:
-    """SIGTERM the emulator and wait; kill it if it does not stop in time."""
-    if emu.proc.poll() is None:
-        emu.proc.send_signal(signal.SIGTERM)
-        try:
-            emu.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            emu.proc.kill()
-            emu.proc.wait(5)
-    return emu.proc.returncode
-
-
 @pytest.fixture(scope="session")
 def emulator(tmp_path_factory) -> Emulator:
     """One name server + broker for the interop session."""
     emu = start_emulator(tmp_path_factory.mktemp("emulator"))
     yield emu
     stop_emulator(emu)
-
-
-# --- client subprocesses
-
-
-@dataclass
-class ClientProcess:
-    """A client script running in the background; its stdout is JSON lines in a file."""
-
-    name: str
-    proc: subprocess.Popen
-    out_path: Path
-    err_path: Path
-    emulator: Emulator | None = None
-    _stopped: bool = field(default=False)
-
-    def events(self, kind: str | None = None) -> list[dict]:
-        """Parsed JSON lines printed so far (optionally only ``event == kind``)."""
-        out = []
-        for line in self.out_path.read_text(errors="replace").splitlines():
-            line = line.strip()
-            if not line.startswith("{"):
-                continue
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if kind is None or ev.get("event") == kind:
-                out.append(ev)
-        return out
-
-    def wait_for(self, predicate, timeout: float, what: str) -> list[dict]:
-        """Poll the events until ``predicate(events)`` is true; fail with diagnostics if not."""
-        deadline = time.monotonic() + timeout
-        while True:
-            evs = self.events()
-            if predicate(evs):
-                return evs
-            if self.proc.poll() is not None and not predicate(self.events()):
-                pytest.fail(f"{self.name} exited ({self.proc.returncode}) before {what}\n"
-                            + self.diagnostics())
-            if time.monotonic() > deadline:
-                pytest.fail(f"{self.name}: no {what} within {timeout}s\n" + self.diagnostics())
-            time.sleep(0.1)
-
-    def stop(self, timeout: float = 20) -> int:
-        """Close stdin (the scripts' stop signal) and wait; kill on timeout."""
-        if not self._stopped:
-            self._stopped = True
-            try:
-                self.proc.stdin.close()
-            except (OSError, AttributeError):
-                pass
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait(5)
-
-    def wait(self, timeout: float) -> int:
-        """Wait for the script to finish by itself; kill it (and fail) on timeout."""
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-            pytest.fail(f"{self.name} did not finish within {timeout}s\n" + self.diagnostics())
-
-    def diagnostics(self) -> str:
-        """Output of the client and the emulator, for assertion messages."""
-        out = self.out_path.read_text(errors="replace")[-3000:]
-        err = self.err_path.read_text(errors="replace")[-3000:]
-        emu = self.emulator.log_tail() if self.emulator else ""
-        return (f"--- {self.name} stdout\n{out}\n--- {self.name} stderr\n{err}\n"
-                f"--- emulator log (tail)\n{emu}")
-
-
-class ClientLauncher:
-    """Starts client scripts with the right interpreter, module path and HOME."""
-
-    def __init__(self, tmp: Path, emulator: Emulator, pypi: Path | None, npm: Path | None):
-        self.tmp = tmp
-        self.emulator = emulator
-        self.pypi = pypi
-        self.npm = npm
-        self.started: list[ClientProcess] = []
-        self.home = tmp / "home"  # the C++ clients log under $HOME/logs
-        self.home.mkdir(exist_ok=True)
-
-    def _spawn(self, name: str, argv: list[str], env: dict) -> ClientProcess:
-        n = len(self.started)
-        out_path = self.tmp / f"{n:02d}-{name}.out"
-        err_path = self.tmp / f"{n:02d}-{name}.err"
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err,
-                                    cwd=self.tmp, env=env)
-        cp = ClientProcess(name, proc, out_path, err_path, self.emulator)
-        self.started.append(cp)
-        return cp
-
-    def python(self, script: str, *args: str) -> ClientProcess:
-        """Start ``clients/<script>`` with PyPI rocketmq 0.4.4 importable."""
-        assert self.pypi is not None, "request the pypi_rocketmq fixture"
-        env = dict(os.environ, HOME=str(self.home), PYTHONUNBUFFERED="1",
-                   PYTHONPATH=os.pathsep.join([str(self.pypi), str(CLIENTS)]))
-        argv = [sys.executable, str(CLIENTS / script), "--namesrv", self.emulator.namesrv,
-                *args]
-        return self._spawn(script.removesuffix(".py"), argv, env)
-
-    def node(self, script: str, **config) -> ClientProcess:
-        """Start ``clients/<script>`` with the npm clients on NODE_PATH; config goes as JSON."""
-        assert self.npm is not None, "request the npm_clients fixture"
-        config.setdefault("namesrv", self.emulator.namesrv)
-        config.setdefault("log_dir", str(self.home / "logs"))
-        env = dict(os.environ, HOME=str(self.home), NODE_PATH=str(self.npm))
-        argv = ["node", str(CLIENTS / script), json.dumps(config)]
-        return self._spawn(script.removesuffix(".js"), argv, env)
-
-    def run_python(self, script: str, *args: str, timeout: float = 60) -> ClientProcess:
-        """Run a Python client script to completion."""
-        cp = self.python(script, *args)
-        cp.wait(timeout)
-        return cp
-
-    def run_node(self, script: str, timeout: float = 60, **config) -> ClientProcess:
-        """Run a Node client script to completion."""
-        cp = self.node(script, **config)
-        cp.wait(timeout)
-        return cp
-
-    def close(self) -> None:
-        """Stop every client still running."""
-        for cp in self.started:
-            if cp.proc.poll() is None:
-                cp.stop(timeout=10)
 
 
 def _launcher(request, tmp_path, emulator, pypi, npm):
@@ -357,11 +74,6 @@ def py_clients(request, tmp_path, emulator, pypi_rocketmq) -> ClientLauncher:
 def node_clients(request, tmp_path, emulator, npm_clients) -> ClientLauncher:
     """Launcher for the npm client scripts against the session emulator."""
     return _launcher(request, tmp_path, emulator, None, npm_clients)
-
-
-def unique(prefix: str) -> str:
-    """A topic or group name no other test uses."""
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
 
 
 def pytest_collection_modifyitems(items):

@@ -17,6 +17,8 @@ def main() -> None:
     p.add_argument("--expr", default="*")
     p.add_argument("--expect", type=int, required=True)
     p.add_argument("--timeout", type=float, default=40)
+    p.add_argument("--drain", action="store_true",
+                   help="after --expect messages, pull every queue once more and print extras")
     args = p.parse_args()
     watchdog(args.timeout + 15)
 
@@ -36,6 +38,13 @@ def main() -> None:
                  queue_offset=msg.queue_offset)
         if received < args.expect:
             time.sleep(0.2)
+    if args.drain and received >= args.expect:
+        # Anything still there is a message the test did not expect (e.g. a split batch).
+        for msg in consumer.pull(args.topic, args.expr):
+            received += 1
+            emit(event="msg", extra=True, topic=text(msg.topic), tags=text(msg.tags),
+                 keys=text(msg.keys), body=text(msg.body), msg_id=text(msg.id),
+                 queue_id=msg.queue_id, queue_offset=msg.queue_offset)
     emit(event="done", received=received, rounds=rounds)
     watchdog(8)
     consumer.shutdown()

@@ -1,0 +1,187 @@
+"""PyPI ``rocketmq==0.4.4`` (the C++ client, language CPP, version 63) against the emulator.
+
+One module-scoped scenario drives the expensive part once: producers send in every mode to a
+fresh topic, then a push consumer, an orderly push consumer and a pull consumer (three groups)
+read it, and more messages are sent while they run (long polling must wake them). Each test
+then checks one behaviour of that run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pytest
+from interop_support import ClientLauncher, unique
+
+MODES = {"sync": 4, "async": 4, "oneway": 4, "orderly": 8}
+LATE = 4
+TOTAL = sum(MODES.values()) + LATE
+QUEUES = 4  # the C++ producer's defaultTopicQueueNums: a topic auto-created from TBW102
+
+
+def expected_messages() -> dict[str, tuple[str, str]]:
+    """body -> (tags, keys) of everything the scenario sends."""
+    out = {}
+    for mode, n in MODES.items():
+        for i in range(n):
+            out[f"{mode}-{i}"] = (f"Tag{mode.capitalize()}", f"k{mode}-{i}")
+    for i in range(LATE):
+        out[f"late-{i}"] = ("TagLate", f"klate-{i}")
+    return out
+
+
+def _producer_args(topic: str, mode: str, count: int, name: str | None = None) -> list[str]:
+    name = name or mode
+    return ["--topic", topic, "--mode", mode, "--count", str(count), "--group", f"PID_{name}",
+            "--tag", f"Tag{name.capitalize()}", "--key-prefix", f"k{name}",
+            "--body-prefix", name]
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory, emulator, pypi_rocketmq):
+    """Send in every mode, consume three ways, send more while consuming; return the clients."""
+    launcher = ClientLauncher(tmp_path_factory.mktemp("pypi"), emulator, pypi_rocketmq, None)
+    topic = unique("PyTopic")
+    try:
+        # The first send auto-creates the topic (from TBW102); the other modes run in parallel.
+        first = launcher.run_python("py_producer.py", *_producer_args(topic, "sync", MODES["sync"]))
+        others = [launcher.python("py_producer.py", *_producer_args(topic, m, n))
+                  for m, n in MODES.items() if m != "sync"]
+        for p in others:
+            p.wait(60)
+        producers = {"sync": first, **{p.out_path.name: p for p in others}}
+        by_mode = {}
+        for p in [first, *others]:
+            for ev in p.events("sent") + p.events("send_error"):
+                by_mode.setdefault(ev["mode"], []).append(ev)
+        consumers = {
+            "push": launcher.python("py_push_consumer.py", "--topic", topic, "--group",
+                                    unique("GID_push"), "--expect", str(TOTAL), "--linger", "2"),
+            "orderly": launcher.python("py_push_consumer.py", "--topic", topic, "--group",
+                                       unique("GID_orderly"), "--orderly", "--expect",
+                                       str(TOTAL), "--linger", "2"),
+            "pull": launcher.python("py_pull_consumer.py", "--topic", topic, "--group",
+                                    unique("GID_pull"), "--expect", str(TOTAL), "--drain"),
+        }
+        # Long polling: the push consumers have everything sent so far and wait in a held pull.
+        initial = TOTAL - LATE
+        for name in ("push", "orderly"):
+            consumers[name].wait_for(lambda evs: sum(e["event"] == "msg" for e in evs) >= initial,
+                                     45, f"the first {initial} messages ({name})")
+        late = launcher.run_python("py_producer.py", *_producer_args(topic, "sync", LATE, "late"))
+        for c in consumers.values():
+            c.wait(60)
+        yield {"topic": topic, "producers": producers, "by_mode": by_mode, "late": late,
+               "consumers": consumers}
+    finally:
+        launcher.close()
+
+
+def _received(client) -> list[dict]:
+    return client.events("msg")
+
+
+def _check_delivery(client, label: str) -> None:
+    msgs = _received(client)
+    expected = expected_messages()
+    counts = Counter(m["body"] for m in msgs)
+    missing = sorted(set(expected) - set(counts))
+    dupes = sorted(b for b, n in counts.items() if n > 1)
+    unknown = sorted(set(counts) - set(expected))
+    assert not (missing or dupes or unknown), (
+        f"{label}: missing {missing}, duplicated {dupes}, unexpected {unknown}\n"
+        + client.diagnostics())
+    for m in msgs:
+        tags, keys = expected[m["body"]]
+        assert (m["tags"], m["keys"]) == (tags, keys), (label, m)
+    assert len(msgs) == TOTAL
+
+
+def test_sync_send_returns_ok_with_offset_msg_ids(scenario):
+    """Sync sends succeed; msgId is the 32-hex-digit offset id; queue offsets are distinct."""
+    sent = scenario["by_mode"]["sync"]
+    assert [e["event"] for e in sent] == ["sent"] * MODES["sync"], sent
+    assert all(e["status"] == "OK" for e in sent)
+    assert all(re.fullmatch(r"[0-9A-F]{32}", e["msg_id"]) for e in sent), sent
+    assert len({e["msg_id"] for e in sent}) == len(sent)
+
+
+def test_async_send_calls_back_ok(scenario):
+    """Every async send reaches its success callback."""
+    sent = scenario["by_mode"]["async"]
+    assert sorted(e["i"] for e in sent if e["event"] == "sent") == list(range(MODES["async"])), sent
+    assert all(e.get("status") == "OK" for e in sent)
+
+
+def test_orderly_send_uses_the_selected_queue(scenario):
+    """send_orderly(msg, i) lands in queue i % 4 and in send order within each queue."""
+    sent = scenario["by_mode"]["orderly"]
+    assert all(e["event"] == "sent" and e["status"] == "OK" for e in sent), sent
+    msgs = [m for m in _received(scenario["consumers"]["push"]) if m["body"].startswith("orderly-")]
+    assert len(msgs) == MODES["orderly"], scenario["consumers"]["push"].diagnostics()
+    for m in msgs:
+        i = int(m["body"].split("-")[1])
+        assert m["queue_id"] == i % QUEUES, m
+    per_queue: dict[int, list[tuple[int, int]]] = {}
+    for m in msgs:
+        per_queue.setdefault(m["queue_id"], []).append((m["queue_offset"], int(m["body"][8:])))
+    for pairs in per_queue.values():
+        pairs.sort()
+        assert [i for _, i in pairs] == sorted(i for _, i in pairs)
+
+
+def test_push_consumer_receives_every_message_once(scenario):
+    """The push consumer gets each body exactly once with its tags and keys (oneway included)."""
+    _check_delivery(scenario["consumers"]["push"], "push")
+
+
+def test_push_consumer_is_woken_by_new_messages(scenario):
+    """Messages sent while the consumer waits in a held pull arrive (long polling)."""
+    bodies = {m["body"] for m in _received(scenario["consumers"]["push"])}
+    assert {f"late-{i}" for i in range(LATE)} <= bodies
+
+
+def test_orderly_push_consumer_receives_in_queue_order(scenario):
+    """The orderly consumer (LOCK_BATCH_MQ) gets everything once, in queue-offset order."""
+    client = scenario["consumers"]["orderly"]
+    _check_delivery(client, "orderly")
+    last: dict[int, int] = {}
+    for m in _received(client):
+        q, off = m["queue_id"], m["queue_offset"]
+        assert off > last.get(q, -1), f"queue {q}: offset {off} after {last.get(q)}"
+        last[q] = off
+
+
+def test_pull_consumer_receives_every_message(scenario):
+    """The pull consumer (code 11, no suspend flag) reads every message once."""
+    _check_delivery(scenario["consumers"]["pull"], "pull")
+
+
+def test_consumers_shut_down_cleanly(scenario):
+    """Every consumer reached its expected count and shut down without timing out."""
+    for name, client in scenario["consumers"].items():
+        done = client.events("done")
+        assert done and not done[-1].get("timed_out"), f"{name}\n{client.diagnostics()}"
+        assert client.proc.returncode == 0, f"{name}\n{client.diagnostics()}"
+
+
+def test_batch_is_stored_as_one_message(py_clients: ClientLauncher):
+    """A C++ batch (code 10, batch="1") is ONE message, as Apache RocketMQ 4.9.8 stores it.
+
+    Java's Boolean.parseBoolean("1") is false, so the real broker does not unpack it.
+    """
+    topic = unique("PyBatch")
+    batch = py_clients.run_python("py_producer.py", *_producer_args(topic, "batch", 3))
+    sent = batch.events("sent")
+    assert len(sent) == 1 and sent[0]["status"] == "OK", batch.diagnostics()
+    marker = py_clients.run_python("py_producer.py", *_producer_args(topic, "sync", 1, "marker"))
+    assert marker.events("sent"), marker.diagnostics()
+    pull = py_clients.run_python("py_pull_consumer.py", "--topic", topic, "--group",
+                                 unique("GID_batch"), "--expect", "2", "--drain",
+                                 "--timeout", "30")
+    msgs = pull.events("msg")
+    assert len(msgs) == 2, pull.diagnostics()
+    assert sum(m["body"] == "marker-0" for m in msgs) == 1
+    (batch_msg,) = [m for m in msgs if m["body"] != "marker-0"]
+    assert not batch_msg["body"].startswith("batch-"), batch_msg
