@@ -88,6 +88,10 @@ class ConsumeQueueStore:
         self.queues: dict[str, dict[int, ConsumeQueue]] = {}
 
     def _new_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        # The topic becomes a directory name: never let one escape the consumequeue directory,
+        # whatever the processors validated (TopicValidator allows only [%|a-zA-Z0-9_-]).
+        if not topic or topic in (".", "..") or "/" in topic or "\0" in topic:
+            raise ValueError(f"topic {topic!r} cannot be a consume queue directory name")
         return ConsumeQueue(topic, queue_id, self.root_dir, self.mapped_file_size,
                             clock=self.clock, warm=self.warm)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from twisted.internet.task import Clock
 
 from broker.commitlog.record import MessageRecord, decode_record, encode_record
@@ -126,3 +127,12 @@ def test_destroy_removes_root(tmp_path):
     s.put("A", 0, 0, 0, 100, 0)
     s.destroy()
     assert not os.path.exists(tmp_path / "consumequeue")
+
+
+def test_topic_that_would_escape_the_directory_is_refused(tmp_path):
+    """Topic names with a path separator or dot-dot never become directories."""
+    s = make_store(tmp_path)
+    for bad in ("../x", "a/b", "..", ""):
+        with pytest.raises(ValueError, match="consume queue directory"):
+            s.find_or_create(bad, 0)
+    assert not (tmp_path / "x").exists()
