@@ -15,8 +15,10 @@ to throw acknowledged data away:
 
 * a record whose framing is intact but whose body CRC is wrong, followed by more records, is
   kept and reported in ``corrupt_offsets`` (the store never serves it);
-* a record with broken framing (wrong magic, impossible length) followed by non-zero bytes
-  stops recovery with :class:`RecoveryError` naming the file and offset.
+* a record with broken framing (wrong magic, impossible length), or the end of the records,
+  with a valid (CRC-checked) record somewhere after it stops recovery with
+  :class:`RecoveryError` naming the file and offset: only bytes with no valid record after them
+  are a torn tail.
 """
 
 from __future__ import annotations
@@ -127,10 +129,25 @@ class RecoveryResult:
     records: int = 0
 
 
-def _later_data(files: list[MappedFile], idx: int, pos: int) -> bool:
-    if not files[idx].all_zero_from(pos):
-        return True
-    return any(not mf.all_zero_from(0) for mf in files[idx + 1:])
+_MAGIC_BYTES = (_I32.pack(MESSAGE_MAGIC_CODE), _I32.pack(MESSAGE_MAGIC_CODE_V2))
+
+
+def _valid_record_after(files: list[MappedFile], idx: int, pos: int) -> int | None:
+    """Offset of a valid (CRC-checked) record starting after ``pos`` in ``files[idx]`` or in
+    any later file, None if there is none: only then is what lies at ``pos`` a torn tail."""
+    for j in range(idx, len(files)):
+        mf = files[j]
+        start = pos + 1 if j == idx else 0
+        for magic in _MAGIC_BYTES:
+            q = mf.mm.find(magic, start + 4)
+            while q != -1:
+                try:
+                    if check_record(mf.mm, q - 4, mf.file_size, True) > 0:
+                        return mf.file_from_offset + q - 4
+                except BadRecord:
+                    pass
+                q = mf.mm.find(magic, q + 1)
+    return None
 
 
 def scan(commitlog: CommitLog, start_index: int, check_crc: bool) -> RecoveryResult:
@@ -148,8 +165,8 @@ def scan(commitlog: CommitLog, start_index: int, check_crc: bool) -> RecoveryRes
             r = check_record(mf.mm, pos, mf.file_size, check_crc)
         except BadRecord as bad:
             where = mf.file_from_offset + pos
-            after = pos + bad.size if not bad.framing else pos + 8
-            if not _later_data(files, idx, after):
+            later = _valid_record_after(files, idx, pos)
+            if later is None:
                 log.warning("%s: torn tail at offset %d (%s); truncating", mf.path, where, bad)
                 res.truncated_from = where
                 res.end_offset = where
@@ -162,8 +179,8 @@ def scan(commitlog: CommitLog, start_index: int, check_crc: bool) -> RecoveryRes
                 res.records += 1
                 continue
             raise RecoveryError(
-                f"corrupt commitlog record ({bad}) with data after it; refusing to truncate "
-                "acknowledged messages", mf.path, where,
+                f"corrupt commitlog record ({bad}) with a valid record after it at offset "
+                f"{later}; refusing to truncate acknowledged messages", mf.path, where,
             ) from None
         if r > 0:
             pos += r
@@ -175,10 +192,11 @@ def scan(commitlog: CommitLog, start_index: int, check_crc: bool) -> RecoveryRes
             continue
         where = mf.file_from_offset + pos
         if r == END:
-            if any(not later.all_zero_from(0) for later in files[idx + 1:]):
+            later = _valid_record_after(files, idx, pos)
+            if later is not None:
                 raise RecoveryError(
-                    "records end here but later commitlog files hold data; refusing to "
-                    "truncate acknowledged messages", mf.path, where,
+                    f"records stop here but a valid record follows at offset {later}; "
+                    "refusing to truncate acknowledged messages", mf.path, where,
                 )
             if not mf.all_zero_from(pos):
                 log.warning("%s: bytes after the last valid record at offset %d "
