@@ -1,0 +1,217 @@
+"""``rmq-emu`` as a user runs it: subprocesses on loopback ports, temporary stores."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from broker import jsonutil
+from broker.message import properties_to_string
+from broker.remoting.codes import RequestCode
+from broker.remoting.command import RemotingCommand
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port(need_minus_two: bool = False) -> int:
+    """A free loopback port (optionally with port - 2 free too, for the broker's VIP channel)."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if not need_minus_two:
+            return port
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port - 2))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port")
+
+
+class Proc:
+    """A ``python -m broker.cli ...`` subprocess with its output in a file."""
+
+    def __init__(self, tmp: Path, name: str, *args: str) -> None:
+        self.log = tmp / f"{name}.log"
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "broker.cli", *args], cwd=ROOT, stdout=out,
+                stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_output(self, text: str, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            out = self.output()
+            if text in out:
+                return out
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.kill()
+        pytest.fail(f"no {text!r} in output (exit {self.proc.returncode}):\n{self.output()}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"did not stop within {timeout}s after signal {sig}:\n{self.output()}")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+@pytest.fixture
+def procs():
+    started: list[Proc] = []
+    yield started
+    for p in started:
+        p.kill()
+
+
+def rpc(addr: str, code: int, ext: dict | None = None, body: bytes = b"",
+        timeout: float = 5) -> RemotingCommand:
+    """One blocking request/response over a fresh connection."""
+    host, port = addr.rsplit(":", 1)
+    frame = RemotingCommand.request(code, ext or {}, body).encode()
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.sendall(frame)
+        head = _recv_exact(s, 4)
+        (length,) = struct.unpack(">i", head)
+        return RemotingCommand.decode_frame(_recv_exact(s, length))
+
+
+def _recv_exact(s: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return bytes(buf)
+
+
+def send_message(broker: str, topic: str, body: bytes, queue_id: int = 0) -> RemotingCommand:
+    """SEND_MESSAGE_V2 as a Java producer writes it."""
+    ext = {"a": "PID_cli", "b": topic, "c": "TBW102", "d": "4", "e": str(queue_id), "f": "0",
+           "g": str(int(time.time() * 1000)), "h": "0",
+           "i": properties_to_string({"TAGS": "T", "WAIT": "true"}), "j": "0", "k": "false",
+           "m": "false"}
+    return rpc(broker, RequestCode.SEND_MESSAGE_V2, ext, body)
+
+
+def wait_route(namesrv: str, topic: str, timeout: float = 10) -> dict:
+    """Poll GET_ROUTEINFO_BY_TOPIC until the name server knows ``topic``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        resp = rpc(namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        if resp.code == 0:
+            return jsonutil.loads(resp.body)
+        if time.monotonic() > deadline:
+            pytest.fail(f"no route for {topic}: code {resp.code} {resp.remark}")
+        time.sleep(0.2)
+
+
+def start_up(tmp: Path, procs: list, *extra: str) -> tuple[Proc, str, str, Path]:
+    ns_port, broker_port = free_port(), free_port(need_minus_two=True)
+    store = tmp / "store"
+    p = Proc(tmp, "up", "up", "--store", str(store), "--namesrv-port", str(ns_port),
+             "--broker-port", str(broker_port), *extra)
+    procs.append(p)
+    p.wait_output("ready")
+    return p, f"127.0.0.1:{ns_port}", f"127.0.0.1:{broker_port}", store
+
+
+def test_help_lists_the_subcommands():
+    """``rmq-emu --help`` names up, namesrv and broker."""
+    out = subprocess.run([sys.executable, "-m", "broker.cli", "--help"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0
+    for word in ("up", "namesrv", "broker"):
+        assert word in out.stdout
+
+
+def test_up_prints_addresses_and_store(tmp_path, procs):
+    """``up`` prints the name server and broker addresses and the store path."""
+    p, namesrv, broker, store = start_up(tmp_path, procs)
+    out = p.output()
+    assert namesrv in out and broker in out and str(store) in out
+
+
+def test_up_broker_registers_with_its_name_server(tmp_path, procs):
+    """The embedded broker is routable: TBW102's route names its address."""
+    _, namesrv, broker, _ = start_up(tmp_path, procs)
+    route = wait_route(namesrv, "TBW102")
+    addrs = [a for bd in route["brokerDatas"] for a in bd["brokerAddrs"].values()]
+    assert addrs == [broker]
+
+
+def test_up_serves_the_vip_port_too(tmp_path, procs):
+    """The broker answers on listenPort - 2 as well (older Java producers use it)."""
+    _, _, broker, _ = start_up(tmp_path, procs)
+    host, port = broker.rsplit(":", 1)
+    resp = send_message(f"{host}:{int(port) - 2}", "CliVip", b"vip")
+    assert resp.code == 0, resp
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_up_stops_cleanly_and_keeps_messages(tmp_path, procs, sig):
+    """A signal stops ``up`` with status 0, no ``abort`` marker left, messages kept on restart."""
+    p, _, broker, store = start_up(tmp_path, procs)
+    resp = send_message(broker, "CliKeep", b"kept")
+    assert resp.code == 0, resp
+    assert (store / "abort").exists()
+    assert p.stop(sig) == 0, p.output()
+    assert "stopped" in p.output()
+    assert not (store / "abort").exists()
+    p2, _, broker2, _ = start_up(tmp_path, procs)
+    resp = rpc(broker2, RequestCode.GET_MAX_OFFSET, {"topic": "CliKeep", "queueId": "0"})
+    assert resp.code == 0 and resp.ext_fields["offset"] == "1", resp
+
+
+def test_separate_namesrv_and_broker_with_broker_conf(tmp_path, procs):
+    """``namesrv`` + ``broker -n -c broker.conf``: the broker registers under its conf's names."""
+    ns_port, broker_port = free_port(), free_port(need_minus_two=True)
+    ns = Proc(tmp_path, "namesrv", "namesrv", "--port", str(ns_port))
+    procs.append(ns)
+    ns.wait_output("ready")
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        f"brokerClusterName=CliCluster\nbrokerName=broker-cli\nlistenPort={broker_port}\n"
+        f"storePathRootDir={tmp_path / 'bstore'}\nnoSuchKey=1\n")
+    br = Proc(tmp_path, "broker", "broker", "-n", f"127.0.0.1:{ns_port}", "-c", str(conf))
+    procs.append(br)
+    out = br.wait_output("ready")
+    assert "noSuchKey" in out  # unknown keys are warned about, not fatal
+    route = wait_route(f"127.0.0.1:{ns_port}", "TBW102")
+    (bd,) = route["brokerDatas"]
+    assert bd["brokerName"] == "broker-cli" and bd["cluster"] == "CliCluster"
+    assert list(bd["brokerAddrs"].values()) == [f"127.0.0.1:{broker_port}"]
+    assert br.stop() == 0 and ns.stop() == 0
+
+
+def test_bad_broker_conf_exits_with_a_message(tmp_path):
+    """An unusable value stops the start with status 2 and names the key."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text("listenPort=abc\n")
+    out = subprocess.run([sys.executable, "-m", "broker.cli", "broker", "-c", str(conf)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2
+    assert "listenPort" in out.stderr and "broker.conf" in out.stderr
