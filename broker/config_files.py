@@ -50,27 +50,46 @@ __all__ = [
     "SubscriptionGroupConfig", "SubscriptionGroupManager", "is_sys_consumer_group",
     "PERM_INHERIT", "PERM_PRIORITY", "PERM_READ", "PERM_WRITE", "TopicConfig",
     "TopicConfigManager", "dlq_topic", "is_inherited", "is_readable", "is_writeable",
-    "retry_topic", "open_config_managers",
+    "retry_topic", "open_config_managers", "TOPIC_OPTION_NAMES",
 ]
 
 
-def open_config_managers(store_root: str, clock=None, **topic_options) -> dict[str, ConfigManager]:
-    """Create and load the four managers of a store; ``topic_options`` go to
-    :class:`TopicConfigManager` (broker_name, broker_cluster_name, auto_create_topic_enable, ...).
+#: BrokerConfig attributes (same names) that shape the built-in topics and groups.
+TOPIC_OPTION_NAMES = (
+    "broker_name", "broker_cluster_name", "auto_create_topic_enable", "default_topic_queue_nums",
+    "cluster_topic_enable", "broker_topic_enable", "trace_topic_enable", "msg_trace_topic_name",
+)
+
+
+def open_config_managers(
+    store_root: str, clock=None, broker_config=None, **topic_options
+) -> dict[str, ConfigManager]:
+    """Create and load the four managers of a store.
+
+    ``broker_config`` (a :class:`broker.config.BrokerConfig`, optional) supplies the
+    :data:`TOPIC_OPTION_NAMES` settings and ``auto_create_subscription_group``; explicit
+    ``topic_options`` override it.
 
     Returns ``{"topic_config", "consumer_offsets", "delay_offsets", "subscription_groups"}``;
     raises :class:`ConfigFileError` naming the file when a file and its backup are both unusable.
     """
+    options = {}
+    if broker_config is not None:
+        options = {n: getattr(broker_config, n) for n in TOPIC_OPTION_NAMES
+                   if hasattr(broker_config, n)}
+    options.update(topic_options)
+    auto_sub = getattr(broker_config, "auto_create_subscription_group", True)
     managers: dict[str, ConfigManager] = {
         "topic_config": TopicConfigManager(
-            config_file_path(store_root, TOPICS_JSON), clock, **topic_options
+            config_file_path(store_root, TOPICS_JSON), clock, **options
         ),
         "consumer_offsets": ConsumerOffsetManager(
             config_file_path(store_root, CONSUMER_OFFSET_JSON)
         ),
         "delay_offsets": DelayOffsetManager(config_file_path(store_root, DELAY_OFFSET_JSON)),
         "subscription_groups": SubscriptionGroupManager(
-            config_file_path(store_root, SUBSCRIPTION_GROUP_JSON), clock
+            config_file_path(store_root, SUBSCRIPTION_GROUP_JSON), clock,
+            auto_create_subscription_group=auto_sub,
         ),
     }
     for m in managers.values():

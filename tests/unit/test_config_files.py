@@ -364,3 +364,17 @@ def test_subscription_round_trip_keeps_settings_and_unknown_fields(tmp_path):
     assert again.subscription_group_table == m.subscription_group_table
     assert again.delete_subscription_group_config("g")
     assert not again.delete_subscription_group_config("g")
+
+
+def test_open_config_managers_takes_broker_config_settings(tmp_path):
+    """BrokerConfig's names, cluster, auto-create switches and queue count shape the defaults."""
+    from broker.config import BrokerConfig
+
+    bc = BrokerConfig()
+    bc.broker_name, bc.broker_cluster_name = "b-7", "C1"
+    bc.default_topic_queue_nums, bc.auto_create_subscription_group = 4, False
+    ms = open_config_managers(str(tmp_path), broker_config=bc)
+    table = ms["topic_config"].topic_config_table
+    assert "b-7" in table and "C1" in table and "C1_REPLY_TOPIC" in table
+    assert table["TBW102"].write_queue_nums == 4
+    assert ms["subscription_groups"].find_subscription_group_config("g") is None
