@@ -378,3 +378,29 @@ def test_open_config_managers_takes_broker_config_settings(tmp_path):
     assert "b-7" in table and "C1" in table and "C1_REPLY_TOPIC" in table
     assert table["TBW102"].write_queue_nums == 4
     assert ms["subscription_groups"].find_subscription_group_config("g") is None
+
+
+def test_reads_fastjson_pretty_files_as_rocketmq_writes_them(tmp_path):
+    """Tab-indented fastjson PrettyFormat output with unquoted int keys loads (ConfigManager
+    persists with encode(true))."""
+    cfg = tmp_path / "config"
+    cfg.mkdir()
+    (cfg / "consumerOffset.json").write_text(
+        '{\n\t"offsetTable":{\n\t\t"TopicTest@please_rename_unique_group_name_4":{\n'
+        '\t\t\t0:250,\n\t\t\t1:249,\n\t\t\t2:250,\n\t\t\t3:251\n\t\t},\n'
+        '\t\t"%RETRY%please_rename_unique_group_name_4@please_rename_unique_group_name_4":{0:0}'
+        '\n\t}\n}')
+    (cfg / "topics.json").write_text(
+        '{\n\t"dataVersion":{\n\t\t"counter":2,\n\t\t"timestamp":1700000000000\n\t},\n'
+        '\t"topicConfigTable":{\n\t\t"TopicTest":{\n\t\t\t"order":false,\n\t\t\t"perm":6,\n'
+        '\t\t\t"readQueueNums":4,\n\t\t\t"topicFilterType":"SINGLE_TAG",\n'
+        '\t\t\t"topicName":"TopicTest",\n\t\t\t"topicSysFlag":0,\n\t\t\t"writeQueueNums":4\n'
+        '\t\t}\n\t}\n}')
+    (cfg / "delayOffset.json").write_text('{\n\t"offsetTable":{3:12,1:4}\n}')
+    ms = open_config_managers(str(tmp_path), broker_name="b")
+    assert ms["consumer_offsets"].query_offsets(
+        "please_rename_unique_group_name_4", "TopicTest") == {0: 250, 1: 249, 2: 250, 3: 251}
+    tc = ms["topic_config"].select_topic_config("TopicTest")
+    assert (tc.read_queue_nums, tc.perm) == (4, 6)
+    assert ms["topic_config"].data_version.counter == 2
+    assert ms["delay_offsets"].offset_table == {1: 4, 3: 12}
