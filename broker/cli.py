@@ -71,21 +71,18 @@ def load_config(conf: str | None, *, store: str | None = None, port: int | None 
 # --- services -----------------------------------------------------------------------------------
 
 
-def start_namesrv(reactor: Any, host: str, port: int) -> Any:
-    """Start a name server listening on ``host:port``; returns the object to stop later."""
+def make_namesrv(reactor: Any, host: str, port: int, kv_config_path: str | None = None) -> Any:
+    """A name server for ``host:port`` (``start()`` it; ``stop()`` it at shutdown)."""
     from namesrv.server import NameServer
 
-    server = NameServer(reactor=reactor)
-    server.listen(port, host)
-    return server
+    return NameServer(reactor, port=port, host=host, kv_config_path=kv_config_path)
 
 
-def start_broker(reactor: Any, cfg: Any, host: str) -> Any:
-    """Create and start the broker (store recovery, listeners, name-server registration)."""
+def make_broker(reactor: Any, cfg: Any, host: str) -> Any:
+    """The broker (``start()`` recovers the store, listens and registers; ``stop()``)."""
     from broker.controller import BrokerController
 
-    controller = BrokerController(cfg, reactor=reactor, host=host)
-    return controller
+    return BrokerController(cfg, reactor=reactor, host=host)
 
 
 def _stop_all(services: list[Any]) -> Any:
@@ -138,13 +135,18 @@ def cmd_up(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, store=args.store, port=args.broker_port,
                       namesrv=f"{args.host}:{args.namesrv_port}", default_store=DEFAULT_UP_STORE)
 
+    from twisted.internet import defer
+
+    @defer.inlineCallbacks
     def starter(reactor, services):
-        services.append(start_namesrv(reactor, args.host, args.namesrv_port))
-        broker = start_broker(reactor, cfg, args.host)
+        kv_path = os.path.join(cfg.store_path_root_dir, "namesrv", "kvConfig.json")
+        namesrv = make_namesrv(reactor, args.host, args.namesrv_port, kv_path)
+        services.append(namesrv)
+        yield _maybe_start(namesrv)
+        broker = make_broker(reactor, cfg, args.host)
         services.append(broker)
-        d = _maybe_start(broker)
-        d.addCallback(lambda _: _announce(cfg, args.host, namesrv=cfg.namesrv_addr))
-        return d
+        yield _maybe_start(broker)
+        _announce(cfg, args.host, namesrv=cfg.namesrv_addr)
 
     return _serve(starter)
 
@@ -152,10 +154,15 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_namesrv(args: argparse.Namespace) -> int:
     """A name server alone."""
 
+    from twisted.internet import defer
+
+    @defer.inlineCallbacks
     def starter(reactor, services):
-        services.append(start_namesrv(reactor, args.host, args.port))
-        print(f"rmq-emu: name server listening on {args.host}:{args.port}", flush=True)
-        print("rmq-emu: ready", flush=True)
+        namesrv = make_namesrv(reactor, args.host, args.port, args.kv_config)
+        services.append(namesrv)
+        yield _maybe_start(namesrv)
+        print(f"rmq-emu: name server listening on {args.host}:{namesrv.port}", flush=True)
+        print("rmq-emu: ready (Ctrl-C to stop)", flush=True)
 
     return _serve(starter)
 
@@ -166,12 +173,14 @@ def cmd_broker(args: argparse.Namespace) -> int:
     if not cfg.namesrv_addrs():
         log.warning("no name server (-n or namesrvAddr): clients will not find this broker")
 
+    from twisted.internet import defer
+
+    @defer.inlineCallbacks
     def starter(reactor, services):
-        broker = start_broker(reactor, cfg, args.host)
+        broker = make_broker(reactor, cfg, args.host)
         services.append(broker)
-        d = _maybe_start(broker)
-        d.addCallback(lambda _: _announce(cfg, args.host, namesrv=cfg.namesrv_addr))
-        return d
+        yield _maybe_start(broker)
+        _announce(cfg, args.host, namesrv=cfg.namesrv_addr)
 
     return _serve(starter)
 
@@ -210,6 +219,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ns = subparsers.add_parser("namesrv", help="a name server alone")
     ns.add_argument("--port", type=int, default=9876, help="listen port (9876)")
     ns.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
+    ns.add_argument("--kv-config", metavar="PATH",
+                    help="persist KV config here (default: in memory only)")
     ns.set_defaults(func=cmd_namesrv)
 
     br = subparsers.add_parser("broker", help="a broker alone")
