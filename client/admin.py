@@ -1,0 +1,250 @@
+"""Admin operations (a small ``DefaultMQAdminExt``), Twisted API.
+
+create topic (UPDATE_AND_CREATE_TOPIC 17 on every master of the cluster), list topics (206),
+cluster info (106), consumer progress (stored offsets vs. max offsets, lag per queue), query a
+message by id (VIEW_MESSAGE_BY_ID 33 for an offset id, QUERY_MESSAGE by UNIQ_KEY otherwise) or by
+key (QUERY_MESSAGE 12).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from twisted.internet import defer
+
+from broker import jsonutil
+from broker.message import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    decode_offset_msg_id,
+)
+from broker.remoting.codes import RequestCode, ResponseCode
+from broker.remoting.command import RemotingCommand
+from client import api
+from client.instance import ClientInstance
+from client.message import MessageExt, MessageQueue, MQBrokerError, MQClientError, decode_messages
+from client.route import subscribe_queues
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class QueueProgress:
+    """One queue of a consumer group's progress."""
+
+    mq: MessageQueue
+    broker_offset: int
+    consumer_offset: int
+
+    @property
+    def lag(self) -> int:
+        """Messages not yet consumed."""
+        return max(self.broker_offset - max(self.consumer_offset, 0), 0)
+
+
+def _d(coro: Any) -> defer.Deferred:
+    return defer.ensureDeferred(coro)
+
+
+class Admin:
+    """Admin client; every method returns a Deferred."""
+
+    def __init__(self, namesrv_addr: str | list[str], *, reactor: Any = None,
+                 instance: ClientInstance | None = None, timeout: float = 5.0) -> None:
+        self.instance = instance or ClientInstance(namesrv_addr, reactor, timeout=timeout)
+        self._own_instance = instance is None
+
+    def start(self) -> defer.Deferred:
+        """Nothing to start (kept for symmetry with the other clients)."""
+        return defer.succeed(None)
+
+    def shutdown(self) -> defer.Deferred:
+        """Close connections."""
+        if self._own_instance:
+            return _d(self.instance.shutdown())
+        return defer.succeed(None)
+
+    # --- cluster and topics ------------------------------------------------------------------
+    def cluster_info(self) -> defer.Deferred:
+        """GET_BROKER_CLUSTER_INFO: ``{"brokerAddrTable": ..., "clusterAddrTable": ...}``."""
+        return _d(self._cluster_info())
+
+    async def _cluster_info(self) -> dict:
+        resp = await self.instance.invoke_namesrv(
+            RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
+        if resp.code != ResponseCode.SUCCESS:
+            raise MQBrokerError(resp.code, resp.remark)
+        return jsonutil.loads(resp.body)
+
+    async def _master_addrs(self, cluster: str | None = None) -> list[str]:
+        info = await self._cluster_info()
+        brokers = info.get("brokerAddrTable") or {}
+        names = set(brokers)
+        if cluster is not None:
+            names = set((info.get("clusterAddrTable") or {}).get(cluster) or [])
+        out = []
+        for name in sorted(names):
+            addrs = (brokers.get(name) or {}).get("brokerAddrs") or {}
+            addr = addrs.get("0") or addrs.get(0)
+            if addr:
+                out.append(addr)
+        return out
+
+    def create_topic(self, topic: str, queue_nums: int = 8, *, perm: int = 6, order: bool = False,
+                     cluster: str | None = None, broker_addr: str | None = None) -> defer.Deferred:
+        """Create or update ``topic`` with ``queue_nums`` read and write queues on ``broker_addr``
+        or every master (of ``cluster``); fires with the list of broker addresses."""
+        return _d(self._create_topic(topic, queue_nums, perm, order, cluster, broker_addr))
+
+    async def _create_topic(self, topic: str, queue_nums: int, perm: int, order: bool,
+                            cluster: str | None, broker_addr: str | None) -> list[str]:
+        addrs = [broker_addr] if broker_addr else await self._master_addrs(cluster)
+        if not addrs:
+            raise MQClientError("no broker to create the topic on")
+        ext = {
+            "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queue_nums),
+            "writeQueueNums": str(queue_nums), "perm": str(perm), "topicFilterType": "SINGLE_TAG",
+            "topicSysFlag": "0", "order": "true" if order else "false",
+        }
+        for addr in addrs:
+            resp = await self.instance.invoke(
+                addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, ext))
+            if resp.code != ResponseCode.SUCCESS:
+                raise MQBrokerError(resp.code, resp.remark, addr)
+        return addrs
+
+    def list_topics(self) -> defer.Deferred:
+        """GET_ALL_TOPIC_LIST_FROM_NAMESERVER: sorted topic names."""
+        async def run() -> list[str]:
+            resp = await self.instance.invoke_namesrv(
+                RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER))
+            if resp.code != ResponseCode.SUCCESS:
+                raise MQBrokerError(resp.code, resp.remark)
+            return sorted(jsonutil.loads(resp.body).get("topicList") or [])
+        return _d(run())
+
+    def route(self, topic: str) -> defer.Deferred:
+        """The topic's route (``TopicRouteData``) or None."""
+        return _d(self.instance.fetch_route(topic))
+
+    # --- offsets ------------------------------------------------------------------------------
+    def consumer_progress(self, group: str, topics: list[str] | None = None) -> defer.Deferred:
+        """A list of :class:`QueueProgress` for ``group``.
+
+        Without ``topics``, the topics come from the brokers' offset tables
+        (GET_ALL_CONSUMER_OFFSET, 43), i.e. the topics the group has committed offsets for.
+        """
+        return _d(self._consumer_progress(group, topics))
+
+    async def _group_topics(self, group: str) -> list[str]:
+        topics: set[str] = set()
+        for addr in await self._master_addrs():
+            try:
+                resp = await self.instance.invoke(
+                    addr, RemotingCommand.request(RequestCode.GET_ALL_CONSUMER_OFFSET))
+            except Exception as exc:
+                log.debug("GET_ALL_CONSUMER_OFFSET at %s failed: %s", addr, exc)
+                continue
+            if resp.code != ResponseCode.SUCCESS or not resp.body:
+                continue
+            table = jsonutil.loads(resp.body).get("offsetTable") or {}
+            for key in table:
+                topic, _, g = key.rpartition("@")
+                if g == group:
+                    topics.add(topic)
+        return sorted(topics)
+
+    async def _consumer_progress(self, group: str, topics: list[str] | None) -> list[QueueProgress]:
+        if topics is None:
+            topics = await self._group_topics(group)
+        out: list[QueueProgress] = []
+        for topic in topics:
+            route = await self.instance.update_route(topic)
+            if route is None:
+                continue
+            for mq in subscribe_queues(topic, route):
+                broker_offset = await api.max_offset(self.instance, mq)
+                consumer_offset = await api.query_consumer_offset(self.instance, group, mq)
+                out.append(QueueProgress(mq, broker_offset, consumer_offset))
+        return out
+
+    def reset_offset(self, group: str, mq: MessageQueue, offset: int) -> defer.Deferred:
+        """Store ``offset`` for ``group`` on ``mq`` (UPDATE_CONSUMER_OFFSET, sync)."""
+        async def run() -> None:
+            if self.instance.master_addr(mq.broker_name) is None:
+                await self.instance.update_route(mq.topic)
+            await api.update_consumer_offset(self.instance, group, mq, offset, oneway=False)
+        return _d(run())
+
+    # --- queries --------------------------------------------------------------------------------
+    def view_message(self, msg_id: str, topic: str | None = None) -> defer.Deferred:
+        """The message with ``msg_id``: an offset id is read with VIEW_MESSAGE_BY_ID from the
+        broker it names; otherwise (a UNIQ_KEY) QUERY_MESSAGE on ``topic`` is used."""
+        return _d(self._view_message(msg_id, topic))
+
+    async def _view_message(self, msg_id: str, topic: str | None) -> MessageExt:
+        try:
+            host, port, offset = decode_offset_msg_id(msg_id)
+        except ValueError:
+            host = None
+        if host is not None:
+            addr = f"{host}:{port}"
+            try:
+                resp = await self.instance.invoke(addr, RemotingCommand.request(
+                    RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(offset)}))
+                if resp.code == ResponseCode.SUCCESS and resp.body:
+                    return decode_messages(resp.body)[0]
+            except Exception as exc:
+                log.debug("VIEW_MESSAGE_BY_ID at %s failed: %s", addr, exc)
+        if topic is None:
+            raise MQClientError(f"message {msg_id} not found (give the topic to query by UNIQ_KEY)")
+        found = await self._query(topic, msg_id, 32, 0, int(time.time() * 1000) + 86400000, unique=True)
+        for m in found:
+            if m.msg_id == msg_id:
+                return m
+        raise MQClientError(f"message {msg_id} not found in {topic}")
+
+    def query_by_key(self, topic: str, key: str, max_num: int = 32, begin_ms: int = 0,
+                     end_ms: int | None = None) -> defer.Deferred:
+        """Messages of ``topic`` whose KEYS contain ``key`` (QUERY_MESSAGE on every master)."""
+        if end_ms is None:
+            end_ms = int(time.time() * 1000) + 86400000
+        return _d(self._query(topic, key, max_num, begin_ms, end_ms, unique=False))
+
+    async def _query(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int,
+                     unique: bool) -> list[MessageExt]:
+        route = await self.instance.update_route(topic)
+        if route is None:
+            raise MQClientError(f"No route info of this topic, {topic}")
+        ext = {"topic": topic, "key": key, "maxNum": str(max_num),
+               "beginTimestamp": str(begin_ms), "endTimestamp": str(end_ms)}
+        if unique:
+            ext["_UNIQUE_KEY_QUERY"] = "true"
+        out: list[MessageExt] = []
+        for name, addr in sorted(route.master_addrs().items()):
+            resp = await self.instance.invoke(addr, RemotingCommand.request(RequestCode.QUERY_MESSAGE, ext))
+            if resp.code == ResponseCode.QUERY_NOT_FOUND:
+                continue
+            if resp.code != ResponseCode.SUCCESS:
+                raise MQBrokerError(resp.code, resp.remark, addr)
+            for m in decode_messages(resp.body, name):
+                if m.topic != topic:
+                    continue
+                if unique and m.msg_id != key:
+                    continue
+                if not unique and key not in m.keys:
+                    continue
+                out.append(m)
+        return out
+
+
+def is_system_topic(topic: str) -> bool:
+    """Topics users did not create (retry, DLQ, schedule, TBW102, rmq_sys_*)."""
+    return (topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX, "rmq_sys_"))
+            or topic in ("TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC",
+                         "RMQ_SYS_TRANS_OP_HALF_TOPIC", "BenchmarkTest", "OFFSET_MOVED_EVENT",
+                         "SELF_TEST_TOPIC")
+            or topic.endswith("_REPLY_TOPIC"))
