@@ -1,0 +1,239 @@
+"""The MessageStore facade: put results, get_message statuses and next offsets (protocol.md
+§3.2), batch limits, tags filtering, offset queries, listeners, schedule tagsCode,
+transactions, index queries and config managers."""
+
+from __future__ import annotations
+
+import pytest
+from twisted.internet.task import Clock
+
+from broker.commitlog.record import MessageRecord, decode_record
+from broker.message import (
+    RMQ_SYS_SCHEDULE_TOPIC,
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_PREPARED_TYPE,
+    java_string_hash,
+)
+from broker.store import GetMessageStatus, MessageStore, MessageStoreConfig, PutMessageStatus
+
+T0 = 1_700_000_000.0
+
+
+def make_store(tmp_path, **kw) -> MessageStore:
+    clock = kw.pop("clock", None) or Clock()
+    if clock.seconds() == 0:
+        clock.advance(T0)
+    cfg = MessageStoreConfig(
+        store_path_root_dir=str(tmp_path), mapped_file_size_commitlog=kw.pop("cl_size", 8192),
+        mapped_file_size_consume_queue=kw.pop("cq_size", 20 * 50), max_hash_slot_num=100,
+        max_index_num=400, **kw,
+    )
+    store = MessageStore(cfg, clock, kw.pop("reactor", None))
+    assert store.load()
+    store.start()
+    return store
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = make_store(tmp_path)
+    yield s
+    s.shutdown()
+
+
+def msg(i=0, topic="T", qid=0, tags="a", **kw) -> MessageRecord:
+    props = {"TAGS": tags, "UNIQ_KEY": f"U{i:04d}", "KEYS": f"key{i} shared"} if tags else {}
+    props.update(kw.pop("props", {}))
+    return MessageRecord(topic=topic, queue_id=qid, body=kw.pop("body", b"body-%d" % i),
+                         properties=props, **kw)
+
+
+def fill(store, n, **kw):
+    return [store.put_message(msg(i, **kw)) for i in range(n)]
+
+
+def test_put_returns_offsets_and_fired_flush_under_async(store):
+    """PUT_OK carries offsets and an already-fired flushed Deferred under ASYNC_FLUSH."""
+    r = store.put_message(msg())
+    assert r.status is PutMessageStatus.PUT_OK
+    assert (r.append.wrote_offset, r.append.queue_offset, r.append.msg_num) == (0, 0, 1)
+    assert r.append.store_timestamp == int(T0 * 1000)
+    fired = []
+    r.flushed.addCallback(fired.append)
+    assert fired == [PutMessageStatus.PUT_OK]
+
+
+def test_body_over_max_message_size_is_illegal(tmp_path):
+    """A body above maxMessageSize is MESSAGE_ILLEGAL and nothing is written."""
+    s = make_store(tmp_path, max_message_size=100)
+    assert s.put_message(msg(body=b"x" * 101)).status is PutMessageStatus.MESSAGE_ILLEGAL
+    assert s.max_physical_offset == 0
+    s.shutdown()
+
+
+def test_properties_too_long(store):
+    """Properties over 32767 bytes are PROPERTIES_SIZE_EXCEEDED."""
+    r = store.put_message(msg(props={"BIG": "x" * 33000}))
+    assert r.status is PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+
+
+def test_put_after_shutdown_is_service_not_available(tmp_path):
+    """A stopped store refuses puts."""
+    s = make_store(tmp_path)
+    s.shutdown()
+    assert s.put_message(msg()).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+
+
+def test_get_found_returns_raw_records_and_next_offset(store):
+    """FOUND returns the stored bytes and next = offset + units scanned."""
+    puts = fill(store, 5)
+    g = store.get_message("g", "T", 0, 1, 3)
+    assert g.status is GetMessageStatus.FOUND
+    assert g.next_begin_offset == 4 and (g.min_offset, g.max_offset) == (0, 5)
+    assert g.queue_offsets == [1, 2, 3]
+    assert g.messages[0] == store.read_raw(puts[1].append.wrote_offset)
+    assert decode_record(g.messages[2]).body == b"body-3"
+
+
+@pytest.mark.parametrize(
+    "offset,status,next_offset",
+    [
+        (5, GetMessageStatus.OFFSET_OVERFLOW_ONE, 5),
+        (9, GetMessageStatus.OFFSET_OVERFLOW_BADLY, 5),
+    ],
+)
+def test_get_overflow_statuses(store, offset, status, next_offset):
+    """offset == max is OVERFLOW_ONE (next = offset); above is OVERFLOW_BADLY (next = max)."""
+    fill(store, 5)
+    g = store.get_message("g", "T", 0, offset, 32)
+    assert (g.status, g.next_begin_offset) == (status, next_offset)
+
+
+def test_get_unknown_queue_is_no_matched_logic_queue(store):
+    """A queue that never received a message is NO_MATCHED_LOGIC_QUEUE with next 0."""
+    g = store.get_message("g", "Nope", 0, 7, 32)
+    assert (g.status, g.next_begin_offset) == (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, 0)
+
+
+def test_get_offset_too_small_after_retention(tmp_path):
+    """Below the queue's min offset: OFFSET_TOO_SMALL with next = min."""
+    clock = Clock()
+    clock.advance(T0)
+    s = make_store(tmp_path, clock=clock, cl_size=2048, cq_size=20 * 4)
+    for i in range(40):
+        s.put_message(msg(i, body=b"x" * 200))
+        clock.advance(60)
+    clock.advance(72 * 3600 - 60 * 20)
+    assert s.clean_expired_files() > 0
+    g = s.get_message("g", "T", 0, 0, 32)
+    assert g.status is GetMessageStatus.OFFSET_TOO_SMALL
+    assert g.next_begin_offset == g.min_offset > 0
+    s.shutdown()
+
+
+def test_tags_filter_all_filtered_is_no_matched_message(store):
+    """Units filtered out by tagsCode are skipped; none left is NO_MATCHED_MESSAGE."""
+    fill(store, 4, tags="a")
+    want = java_string_hash("b")
+    g = store.get_message("g", "T", 0, 0, 32, tags_filter=lambda code: code == want)
+    assert g.status is GetMessageStatus.NO_MATCHED_MESSAGE
+    assert g.next_begin_offset == 4
+
+
+def test_tags_filter_keeps_matching(store):
+    """Only units whose tagsCode matches are returned, with their queue offsets."""
+    for i in range(6):
+        store.put_message(msg(i, tags="a" if i % 2 else "b"))
+    want = java_string_hash("a")
+    g = store.get_message("g", "T", 0, 0, 32, tags_filter=lambda code: code == want)
+    assert g.status is GetMessageStatus.FOUND and g.queue_offsets == [1, 3, 5]
+
+
+def test_batch_limited_to_32_messages_in_memory(tmp_path):
+    """In-memory pulls stop at 32 messages (maxTransferCountOnMessageInMemory)."""
+    s = make_store(tmp_path, cl_size=1 << 16)
+    fill(s, 40)
+    g = s.get_message("g", "T", 0, 0, 64)
+    assert len(g.messages) == 32 and g.next_begin_offset == 32
+    s.shutdown()
+
+
+def test_put_messages_batch(store):
+    """A batch gets consecutive queue offsets and comma-joined offset msgIds."""
+    store.put_message(msg(0))
+    r = store.put_messages([msg(i) for i in range(1, 4)])
+    assert r.status is PutMessageStatus.PUT_OK
+    assert r.append.queue_offset == 1 and r.append.msg_num == 3
+    assert len(r.append.msg_id.split(",")) == 3
+    assert store.get_message("g", "T", 0, 0, 32).queue_offsets == [0, 1, 2, 3]
+
+
+def test_prepared_transaction_is_not_consumable(store):
+    """A PREPARED record is stored but gets no consume-queue unit; COMMIT does."""
+    half = store.put_message(msg(0, sys_flag=TRANSACTION_PREPARED_TYPE))
+    store.put_message(msg(1, sys_flag=TRANSACTION_COMMIT_TYPE))
+    assert store.get_max_offset_in_queue("T", 0) == 1
+    assert store.look_message_by_offset(half.append.wrote_offset).body == b"body-0"
+
+
+def test_schedule_topic_tags_code_is_deliver_time(store):
+    """SCHEDULE_TOPIC_XXXX units carry storeTimestamp + delay(level) as tagsCode."""
+    r = store.put_message(msg(0, topic=RMQ_SYS_SCHEDULE_TOPIC, qid=2, props={"DELAY": "3"}))
+    units = store.get_consume_queue_units(RMQ_SYS_SCHEDULE_TOPIC, 2, 0, 1)
+    assert units[0][2] == r.append.store_timestamp + 10_000
+
+
+def test_arrival_listener_sees_each_dispatch(store):
+    """Arrival listeners get topic, queue, queue offset, tagsCode and the record."""
+    seen = []
+    store.add_arrival_listener(lambda *a: seen.append(a[:4]))
+    fill(store, 2, qid=3)
+    assert seen == [("T", 3, 0, java_string_hash("a")), ("T", 3, 1, java_string_hash("a"))]
+
+
+def test_offset_by_time_and_earliest_time(tmp_path):
+    """Queue offset by store time and the earliest message time follow the clock."""
+    clock = Clock()
+    clock.advance(T0)
+    s = make_store(tmp_path, clock=clock)
+    for i in range(5):
+        s.put_message(msg(i))
+        clock.advance(10)
+    assert s.get_earliest_message_time("T", 0) == int(T0 * 1000)
+    assert s.get_offset_in_queue_by_time("T", 0, int((T0 + 20) * 1000)) == 2
+    assert s.get_message_store_timestamp("T", 0, 3) == int((T0 + 30) * 1000)
+    s.shutdown()
+
+
+def test_query_message_by_key_and_uniq_key(store):
+    """query_message finds records by a KEYS token and by UNIQ_KEY."""
+    fill(store, 5)
+    found = store.query_message("T", "key3", 10, 0, 2**62)
+    assert [decode_record(b).body for b in found] == [b"body-3"]
+    assert len(store.query_message("T", "U0002", 10, 0, 2**62)) == 1
+    assert len(store.query_message("T", "shared", 10, 0, 2**62)) == 5
+
+
+def test_delete_topic_drops_queues_and_offsets(store):
+    """delete_topic removes the consume queues; new puts restart at queue offset 0."""
+    fill(store, 3)
+    assert store.delete_topic("T")
+    assert store.get_message("g", "T", 0, 0, 1).status is GetMessageStatus.NO_MATCHED_LOGIC_QUEUE
+    assert store.put_message(msg(9)).append.queue_offset == 0
+
+
+def test_config_managers_are_attributes(store):
+    """Config managers from broker/config_files.py hang off the store."""
+    store.consumer_offsets.commit_offset("client", "g", "T", 0, 5)
+    assert store.consumer_offsets.query_offset("g", "T", 0) == 5
+    assert store.topic_config is not None and store.delay_offsets is not None
+    assert store.subscription_groups is not None
+
+
+def test_abort_file_exists_only_while_running(tmp_path):
+    """The abort marker is created at start and removed by a clean shutdown."""
+    s = make_store(tmp_path)
+    assert (tmp_path / "abort").exists()
+    s.shutdown()
+    assert not (tmp_path / "abort").exists()
+    assert (tmp_path / "checkpoint").stat().st_size == 4096
