@@ -327,3 +327,20 @@ def test_queue_matches_model_under_puts_redispatch_truncate_reload(tmp_path_fact
         assert cq.get_units(0, 100) == model
         assert cq.last_commitlog_offset == (model[-1][0] + 100 if model else -1)
     cq.shutdown()
+
+
+def test_default_size_files_are_sparse(tmp_path):
+    """A 6,000,000-byte consume-queue file holding one unit occupies almost no disk."""
+    cq = ConsumeQueue("T", 0, str(tmp_path / "consumequeue"))
+    cq.put(0, 0, 100, 0)
+    cq.flush()
+    st_ = os.stat(qdir(tmp_path) / "00000000000000000000")
+    assert st_.st_size == 6_000_000
+    assert st_.st_blocks * 512 < 1_000_000
+
+
+def test_preallocated_files_reserve_their_blocks(tmp_path):
+    """With preallocate the whole file is reserved up front."""
+    cq = ConsumeQueue("T", 0, str(tmp_path / "consumequeue"), 20 * 10_000, preallocate=True)
+    cq.put(0, 0, 100, 0)
+    assert os.stat(qdir(tmp_path) / "00000000000000000000").st_blocks * 512 >= 200_000
