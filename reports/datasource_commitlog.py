@@ -34,7 +34,14 @@ from collections.abc import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from broker.commitlog.record import RecordError, find_record_start, scan_columns
+from broker.commitlog.record import (
+    BLANK_MAGIC_CODE,
+    RecordError,
+    find_record_start,
+    is_record_start,
+    peek,
+    scan_columns,
+)
 from reports import columns as C
 
 FORMAT_NAME = "rocketmq-commitlog"
@@ -117,14 +124,18 @@ def read_partition(
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
         stop = min(part.stop, size)
+        base = part.base_offset
         if part.start == 0:
             pos: int | None = 0
-        elif part.base_offset is None:
+        elif base is None:
             pos = None
         else:
-            pos = find_record_start(mm, part.start, stop, part.base_offset)
-        while pos is not None and pos < stop:
-            scan = scan_columns(mm, pos, stop, fields, batch_size)
+            pos = find_record_start(mm, part.start, stop, base)
+        while pos is not None:
+            if pos >= stop and not _left_to_us(mm, pos, base):
+                break
+            # Past our range we only decode what the next partition's search will skip.
+            scan = scan_columns(mm, pos, stop if pos < stop else pos + 1, fields, batch_size)
             if scan.positions:
                 yield C.build_batch(scan, names, arrow_schema, file_name, fmt_host)
             if scan.end == "error":
@@ -132,15 +143,29 @@ def read_partition(
                 if fail_fast:
                     raise RecordError(message, scan.next_pos)
                 yield C.error_batch(names, arrow_schema, file_name, scan.next_pos, message)
-                if part.base_offset is None:
+                if base is None or scan.next_pos + 1 >= stop:
                     break
-                pos = find_record_start(mm, scan.next_pos + 1, stop, part.base_offset)
+                # Resume at the next record start in our range (None: the rest is the next
+                # partition's, which finds the same start).
+                pos = find_record_start(mm, scan.next_pos + 1, stop, base)
             elif scan.end == "stop":
                 pos = scan.next_pos
             else:  # blank filler, zero tail or end of file
                 break
     finally:
         mm.close()
+
+
+def _left_to_us(buf, pos: int, base: int | None) -> bool:
+    """Whether a position our walk reached past our range is ours to decode: yes unless it is
+    the end of data or a record start the next partition's search will find (a corrupt record
+    there would otherwise be reported by nobody)."""
+    if base is None or pos + 8 > len(buf):
+        return False
+    size, magic = peek(buf, pos)
+    if magic == BLANK_MAGIC_CODE or (size == 0 and magic == 0):
+        return False
+    return not is_record_start(buf, pos, base)
 
 
 class CommitLogReader(DataSourceReader):

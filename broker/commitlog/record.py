@@ -440,8 +440,9 @@ class ColumnScan:
     error: RecordError | None = None
 
 
-def _record_is_at(buf, pos: int, base_offset: int) -> bool:
-    """True when ``pos`` holds a message record whose PHYSICALOFFSET is ``base_offset + pos``."""
+def is_record_start(buf, pos: int, base_offset: int) -> bool:
+    """True when ``pos`` holds a message magic, a plausible TOTALSIZE and a PHYSICALOFFSET of
+    ``base_offset + pos``: the test :func:`find_record_start` applies."""
     if pos < 0 or pos + _V4.size > len(buf):
         return False
     total, magic = _PEEK.unpack_from(buf, pos)
@@ -471,7 +472,7 @@ def find_record_start(
         limit = min(stop if best is None else best, blen) + 7
         hit = find(magic_bytes, start + 4, limit)
         while hit != -1:
-            if _record_is_at(buf, hit - 4, base_offset):
+            if is_record_start(buf, hit - 4, base_offset):
                 best = hit - 4
                 break
             hit = find(magic_bytes, hit + 1, limit)

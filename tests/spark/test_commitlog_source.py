@@ -1,0 +1,190 @@
+"""The rocketmq-commitlog data source, checked against the records the store was sent."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import struct
+
+import pytest
+
+from broker.commitlog.record import BLANK_MAGIC_CODE
+from broker.message import create_offset_msg_id
+
+pytestmark = pytest.mark.spark
+
+UTC = dt.UTC
+
+
+def _ts(ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def _host(h: tuple[str, int]) -> str:
+    return f"[{h[0]}]:{h[1]}" if ":" in h[0] else f"{h[0]}:{h[1]}"
+
+
+def _local(value):
+    """Spark returns naive local-time datetimes for TIMESTAMP; make them aware UTC."""
+    if isinstance(value, dt.datetime) and value.tzinfo is None:
+        return value.astimezone(UTC)
+    return value
+
+
+def _load(spark, path, **options):
+    reader = spark.read.format("rocketmq-commitlog")
+    for k, v in options.items():
+        reader = reader.option(k, str(v))
+    return reader.load(path)
+
+
+def test_every_column_matches_what_was_sent(spark, store):
+    """Each of the 20 record fields and every derived column equals the sent record's value."""
+    rows = {r["physicalOffset"]: r.asDict() for r in _load(spark, store.root).collect()}
+    assert len(rows) == len(store.records)
+    for rec in store.records:
+        row = {k: _local(v) for k, v in rows[rec.physical_offset].items()}
+        topic_len = len(rec.topic.encode())
+        props = rec.encoded_properties()
+        expected = {
+            "totalSize": rec.total_size, "magicCode": rec.magic_code, "bodyCRC": rec.body_crc,
+            "queueId": rec.queue_id, "flag": rec.flag, "queueOffset": rec.queue_offset,
+            "physicalOffset": rec.physical_offset, "sysFlag": rec.sys_flag,
+            "bornTimestamp": _ts(rec.born_timestamp), "bornHost": _host(rec.born_host),
+            "storeTimestamp": _ts(rec.store_timestamp),
+            "storeHostAddress": _host(rec.store_host), "reconsumeTimes": rec.reconsume_times,
+            "preparedTransactionOffset": rec.prepared_transaction_offset,
+            "bodyLength": len(rec.body), "body": bytearray(rec.body), "topicLength": topic_len,
+            "topic": rec.topic, "propertiesLength": len(props), "properties": rec.properties,
+            "tags": rec.properties.get("TAGS"), "keys": rec.keys or None,
+            "uniqKey": rec.properties["UNIQ_KEY"],
+            "realTopic": rec.properties.get("REAL_TOPIC"),
+            "realQueueId": int(rec.properties["REAL_QID"]) if "REAL_QID" in rec.properties
+            else None,
+            "retryTopic": rec.properties.get("RETRY_TOPIC"),
+            "offsetMsgId": create_offset_msg_id(*rec.store_host, rec.physical_offset),
+            "compressed": bool(rec.sys_flag & 1),
+            "compressionType": "ZLIB" if rec.sys_flag & 1 else None,
+            "file": f"{rec.physical_offset - rec.physical_offset % 2048:020d}",
+            "filePosition": rec.physical_offset % 2048, "_error": None,
+        }
+        for name, value in expected.items():
+            assert row[name] == value, (name, rec.topic, rec.physical_offset)
+
+
+def test_derived_columns_for_special_messages(spark, store):
+    """sysFlag, delay level, timer deliver time and retry/DLQ group are decoded per kind."""
+    df = _load(spark, store.root, includeBody="false")
+    assert "body" not in df.columns
+    got = {
+        (r.topic, r.reconsumeTimes, r.uniqKey[:2]): r
+        for r in df.select("topic", "reconsumeTimes", "uniqKey", "transactionType",
+                           "delayLevel", "timerDeliverTime", "retryGroup", "dlqGroup").collect()
+    }
+    assert got[("TopicC", 0, "CC")].transactionType == "TRANSACTION_COMMIT_TYPE"
+    half = got[("RMQ_SYS_TRANS_HALF_TOPIC", 0, "HH")]
+    assert half.transactionType == "TRANSACTION_PREPARED_TYPE"
+    assert got[("SCHEDULE_TOPIC_XXXX", 0, "D1")].delayLevel == 2
+    assert got[("SCHEDULE_TOPIC_XXXX", 2, "RR")].delayLevel == 4
+    from conftest import S
+
+    assert _local(got[("rmq_sys_wheel_timer", 0, "M2")].timerDeliverTime) == _ts(S + 60_000)
+    assert got[("SCHEDULE_TOPIC_XXXX", 1, "QQ")].retryGroup == "G2"
+    assert got[("%RETRY%G1", 1, "RR")].retryGroup == "G1"
+    assert got[("%DLQ%G1", 3, "RR")].dlqGroup == "G1"
+    assert got[("TopicA", 0, "D1")].retryGroup is None
+
+
+def test_store_has_many_files_and_blank_fillers(store):
+    """The fixture exercises file rolls: several files, each ending in a BLANK filler."""
+    files = sorted(os.listdir(os.path.join(store.root, "commitlog")))
+    assert len(files) >= 4 and len(store.blanks) == len(files) - 1
+    for offset in store.blanks:
+        with open(os.path.join(store.root, "commitlog", f"{offset - offset % 2048:020d}"),
+                  "rb") as fh:
+            fh.seek(offset % 2048)
+            assert struct.unpack(">ii", fh.read(8))[1] == BLANK_MAGIC_CODE
+
+
+def test_byte_range_partitions_inside_files_read_each_record_once(spark, store):
+    """Splitting every file into 300-byte ranges yields the same rows, each exactly once."""
+    whole = _load(spark, store.root, columns="physicalOffset,topic")
+    split = _load(spark, store.root, columns="physicalOffset,topic", maxPartitionBytes=300)
+    assert split.rdd.getNumPartitions() > 3 * whole.rdd.getNumPartitions()
+    offsets = [r.physicalOffset for r in split.collect()]
+    assert sorted(offsets) == [r.physical_offset for r in store.records]
+    assert sorted(whole.collect()) == sorted(split.collect())
+
+
+def test_projection_decodes_the_same_values(spark, store):
+    """A `columns` projection and a user schema give the same values as the full read."""
+    full = sorted((r.topic, r.queueOffset) for r in _load(spark, store.root).collect())
+    proj = _load(spark, store.root, columns="topic,queueOffset")
+    assert proj.columns == ["topic", "queueOffset", "_error"]
+    assert sorted((r.topic, r.queueOffset) for r in proj.collect()) == full
+    user = spark.read.format("rocketmq-commitlog").schema("topic string, queueOffset bigint")
+    assert sorted((r.topic, r.queueOffset) for r in user.load(store.root).collect()) == full
+
+
+def _corrupt_copy(store, tmp_path, victim_index: int) -> tuple[str, int]:
+    root = str(tmp_path / "corrupt")
+    shutil.copytree(store.root, root)
+    victim = store.records[victim_index]
+    name = f"{victim.physical_offset - victim.physical_offset % 2048:020d}"
+    with open(os.path.join(root, "commitlog", name), "r+b") as fh:
+        fh.seek(victim.physical_offset % 2048 + 4)
+        fh.write(b"\x00\x00\x00\x00")  # MAGICCODE destroyed
+    return root, victim.physical_offset
+
+
+def test_corrupt_record_is_reported_with_file_and_offset(spark, store, tmp_path):
+    """A broken record becomes one _error row naming file and position; the rest is read."""
+    root, offset = _corrupt_copy(store, tmp_path, 5)
+    for mpb in (10**9, 300):
+        rows = _load(
+            spark, root, columns="physicalOffset,file,filePosition", maxPartitionBytes=mpb
+        ).collect()
+        errors = [r for r in rows if r._error is not None]
+        assert len(errors) == 1
+        err = errors[0]
+        assert err.file == f"{offset - offset % 2048:020d}" and err.filePosition == offset % 2048
+        assert err.file in err._error and "MAGICCODE" in err._error
+        good = sorted(r.physicalOffset for r in rows if r._error is None)
+        assert good == [r.physical_offset for r in store.records if r.physical_offset != offset]
+
+
+def test_fail_fast_raises_on_a_corrupt_record(spark, store, tmp_path):
+    """With failFast=true the job fails instead of reporting a row."""
+    root, _ = _corrupt_copy(store, tmp_path, 7)
+    with pytest.raises(Exception, match="MAGICCODE"):
+        _load(spark, root, columns="topic", failFast="true").collect()
+
+
+def test_reading_stops_at_the_written_end(spark, store):
+    """The zero tail of the last file yields no rows: the count is the number sent."""
+    assert _load(spark, store.root, columns="topic").count() == len(store.records)
+    last = sorted(os.listdir(os.path.join(store.root, "commitlog")))[-1]
+    single = _load(spark, os.path.join(store.root, "commitlog", last), columns="topic")
+    assert single.count() == sum(1 for r in store.records if r.physical_offset >= int(last))
+
+
+def test_consumequeue_source_lists_every_dispatched_unit(spark, store):
+    """One row per dispatched message with its queue offset, commitlog offset, size, tags code."""
+    from broker.message import tags_code
+
+    rows = spark.read.format("rocketmq-consumequeue").load(store.root).collect()
+    expected = sorted(
+        (r.topic, r.queue_id, r.queue_offset, r.physical_offset, r.total_size)
+        for r in store.records if r.topic != "RMQ_SYS_TRANS_HALF_TOPIC"
+    )
+    assert sorted(
+        (r.topic, r.queueId, r.queueOffset, r.commitLogOffset, r.size) for r in rows
+    ) == expected
+    by_offset = {r.commitLogOffset: r.tagsCode for r in rows}
+    for rec in store.records:
+        if rec.topic.startswith("Topic"):
+            assert by_offset[rec.physical_offset] == tags_code(rec.properties.get("TAGS"))
+        if rec.topic == "SCHEDULE_TOPIC_XXXX":
+            delay = {2: 5_000, 3: 10_000, 4: 30_000}[rec.queue_id + 1]
+            assert by_offset[rec.physical_offset] == rec.store_timestamp + delay
