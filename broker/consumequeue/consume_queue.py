@@ -153,6 +153,15 @@ class ConsumeQueue:
         if commitlog_offset + size <= self.max_physic_offset:
             return False
         expect = queue_offset * CQ_STORE_UNIT_SIZE
+        files = self.mfq.files
+        if files:  # fast path: the next unit of a file with room
+            mf = files[-1]
+            pos = mf.wrote_position
+            if pos < mf.file_size and mf.file_from_offset + pos == expect:
+                _pack_into(mf.mm, pos, commitlog_offset, size, tags_code)
+                mf.wrote_position = pos + CQ_STORE_UNIT_SIZE
+                self.max_physic_offset = commitlog_offset + size
+                return True
         mf = self.mfq.get_last_mapped_file(expect)
         if mf.first_create_in_queue and mf.wrote_position == 0 and expect != mf.file_from_offset:
             # ConsumeQueue.fillPreBlank: a queue whose first file starts below its first
