@@ -53,7 +53,8 @@ class MappedFileQueue:
         names = sorted(os.listdir(self.store_path))
         for name in names:
             if not is_store_file_name(name):
-                log.warning("ignoring %s: not a store file name", os.path.join(self.store_path, name))
+                log.warning("ignoring %s: not a store file name",
+                            os.path.join(self.store_path, name))
                 continue
             path = os.path.join(self.store_path, name)
             size = os.path.getsize(path)

@@ -195,11 +195,12 @@ class StoreReader:
                 continue
             if tags_filter is not None and not tags_filter(tags):
                 continue
-            data = None if phy in corrupt else commitlog.read_unchecked(phy, size)
+            if phy in corrupt:
+                log.error("skipping corrupt record at commitlog offset %d (%s-%d offset %d)",
+                          phy, topic, queue_id, offset + scanned - 1)
+                continue
+            data = commitlog.read_unchecked(phy, size)
             if data is None:
-                if phy in corrupt:
-                    log.error("skipping corrupt record at commitlog offset %d (%s-%d offset %d)",
-                              phy, topic, queue_id, offset + scanned - 1)
                 if not messages:
                     status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 next_phy_file_start = commitlog.roll_next_file(phy)

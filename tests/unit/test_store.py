@@ -23,12 +23,13 @@ def make_store(tmp_path, **kw) -> MessageStore:
     clock = kw.pop("clock", None) or Clock()
     if clock.seconds() == 0:
         clock.advance(T0)
+    reactor = kw.pop("reactor", None)
     cfg = MessageStoreConfig(
         store_path_root_dir=str(tmp_path), mapped_file_size_commitlog=kw.pop("cl_size", 8192),
         mapped_file_size_consume_queue=kw.pop("cq_size", 20 * 50), max_hash_slot_num=100,
         max_index_num=400, **kw,
     )
-    store = MessageStore(cfg, clock, kw.pop("reactor", None))
+    store = MessageStore(cfg, clock, reactor)
     assert store.load()
     store.start()
     return store
