@@ -600,6 +600,8 @@ def scan_columns(
         add_pos(pos)
         pos = limit
         n += 1
+    if end == "stop" and pos >= blen:
+        end = "eof"
     return ColumnScan(columns, positions, pos, end, error)
 
 
