@@ -178,6 +178,12 @@ class IndexFile:
             if self.header.index_count <= 0:
                 # IndexHeader.load: a zero count means "empty", entry numbering starts at 1.
                 self.header.index_count = 1
+            if self.header.index_count > index_num:
+                self._mm.close()
+                raise IndexFileError(
+                    f"index file {path}: header indexCount {self.header.index_count} exceeds "
+                    f"the {index_num} entries the file holds"
+                )
         self._dirty = create
 
     # --- header -----------------------------------------------------------------------------

@@ -320,3 +320,19 @@ def test_fast_key_hash_long_ascii(text):
     from broker.message import java_string_hash
 
     assert _java_hash(text) == java_string_hash(text)
+
+
+def test_load_skips_file_whose_header_overflows(tmp_path, caplog):
+    """A header claiming more entries than the file holds is refused, naming the file."""
+    (tmp_path / "index").mkdir()
+    path = tmp_path / "index" / "20231114221320123"
+    f = IndexFile(str(path), 4, 8, create=True)
+    f.put_key("T#k", 0, T0)
+    f.close()
+    data = bytearray(path.read_bytes())
+    data[36:40] = (999).to_bytes(4, "big")
+    path.write_bytes(bytes(data))
+    svc = IndexService(str(tmp_path / "index"), Clock(), hash_slot_num=4, index_num=8)
+    with caplog.at_level(logging.ERROR):
+        assert not svc.load()
+    assert svc.files == [] and str(path) in caplog.text and "indexCount 999" in caplog.text
