@@ -284,19 +284,18 @@ class IndexFile:
     def truncate_from(self, phy_offset: int) -> int:
         """Drop every entry whose phyOffset >= ``phy_offset``; returns the entries left.
 
-        Entries are appended in commitlog order, so the dropped ones are a tail. Walking it newest
-        first and pointing each slot that names a dropped entry at that entry's ``prevIndex``
-        leaves every slot at its newest surviving entry.
+        Entries are appended in commitlog order, so the dropped ones are a tail, found by
+        walking back from the newest. All-zero entries met on the way (pages a power loss never
+        wrote) are dropped too. Walking newest first and pointing each slot that names a dropped
+        entry at that entry's ``prevIndex`` leaves every slot at its newest surviving entry.
         """
         h = self.header
-        lo, hi = 1, h.index_count
-        while lo < hi:  # first entry with phyOffset >= phy_offset
-            mid = (lo + hi) // 2
-            if self.read_entry(mid)[1] >= phy_offset:
-                hi = mid
-            else:
-                lo = mid + 1
-        first_dropped = lo
+        first_dropped = h.index_count
+        while first_dropped > 1:
+            entry = self.read_entry(first_dropped - 1)
+            if entry[1] < phy_offset and entry != (0, 0, 0, 0):
+                break
+            first_dropped -= 1
         if first_dropped >= h.index_count:
             return self.entry_count
         for n in range(h.index_count - 1, first_dropped - 1, -1):

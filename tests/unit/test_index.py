@@ -336,3 +336,15 @@ def test_load_skips_file_whose_header_overflows(tmp_path, caplog):
     with caplog.at_level(logging.ERROR):
         assert not svc.load()
     assert svc.files == [] and str(path) in caplog.text and "indexCount 999" in caplog.text
+
+
+def test_truncate_drops_never_written_entries(tmp_path):
+    """Entries a crash left all zero at the tail are dropped; real ones survive."""
+    f = IndexFile(str(tmp_path / "f"), 4, 16, create=True)
+    for i in range(3):
+        f.put_key("T#k", i * 100, T0)
+    f.header.index_count = 6  # header page written, entry pages 4 and 5 lost
+    assert f.truncate_from(10_000) == 3
+    out: list[int] = []
+    f.select_phy_offsets(out, "T#k", 32, 0, T0)
+    assert out == [200, 100, 0]
