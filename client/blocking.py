@@ -244,11 +244,14 @@ class BlockingPushConsumer(_Blocking):
     the reactor has its own thread."""
 
     def __init__(self, group: str, namesrv_addr: str | list[str], listener: Callable[..., Any] | None = None,
-                 *, timeout: float | None = DEFAULT_TIMEOUT, **kw: Any) -> None:
+                 *, timeout: float | None = DEFAULT_TIMEOUT, listener_in_reactor: bool = False,
+                 **kw: Any) -> None:
         from client.push_consumer import PushConsumer
 
-        self._target = PushConsumer(group, namesrv_addr,
-                                    _threaded_listener(listener) if listener else None, **kw)
+        self._in_reactor = listener_in_reactor
+        if listener is not None and not listener_in_reactor:
+            listener = _threaded_listener(listener)
+        self._target = PushConsumer(group, namesrv_addr, listener, **kw)
         self.timeout = timeout
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
@@ -257,7 +260,7 @@ class BlockingPushConsumer(_Blocking):
 
     def register_listener(self, listener: Callable[..., Any]) -> None:
         """Set the listener (no I/O)."""
-        self._target.register_listener(_threaded_listener(listener))
+        self._target.register_listener(listener if self._in_reactor else _threaded_listener(listener))
 
 
 class BlockingPullConsumer(_Blocking):

@@ -1,0 +1,326 @@
+"""HTTP JSON control API for a running cluster (``rmq-emu up --control-port N``), so Java, Go or
+Node client test suites get the harness's powers: clock advance, fault rules, the request log,
+topic / queue / offset state, broker stop / restart / unreachable, reset.
+
+Served with ``twisted.web`` on localhost; the OpenAPI 3 description is at ``GET /openapi.json``.
+Every answer is JSON; errors are ``{"error": "..."}`` with status 400 or 404.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+from twisted.internet import defer
+from twisted.web import resource, server
+
+from client.faults import ACTIONS, TARGETS
+
+log = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    """A client error: status and message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _schema_rule() -> dict:
+    return {
+        "type": "object",
+        "required": ["action"],
+        "properties": {
+            "action": {"type": "string", "enum": list(ACTIONS)},
+            "codes": {"type": "array", "items": {"type": ["integer", "string"]},
+                      "description": "request codes (numbers or RequestCode names); omit for all"},
+            "target": {"type": "string", "enum": list(TARGETS), "default": "broker"},
+            "delay": {"type": "number", "description": "seconds (action delay)"},
+            "error_code": {"type": ["integer", "string"], "default": "SYSTEM_BUSY",
+                           "description": "response code or ResponseCode name (action error)"},
+            "remark": {"type": "string"},
+            "times": {"type": "integer", "minimum": 1, "description": "hits before the rule expires"},
+        },
+    }
+
+
+def _op(summary: str, body: dict | None = None, params: list | None = None) -> dict:
+    op: dict[str, Any] = {"summary": summary,
+                          "responses": {"200": {"description": "JSON result",
+                                                "content": {"application/json": {}}}}}
+    if body is not None:
+        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+    if params:
+        op["parameters"] = params
+    return op
+
+
+def _q(name: str, kind: str, desc: str) -> dict:
+    return {"name": name, "in": "query", "required": False, "schema": {"type": kind},
+            "description": desc}
+
+
+OPENAPI: dict = {
+    "openapi": "3.0.3",
+    "info": {"title": "rmq-emu control API", "version": "1",
+             "description": "Control a running rmq-emu (name server + broker) from tests."},
+    "paths": {
+        "/health": {"get": _op("Addresses, store path and clock of the cluster")},
+        "/clock": {"get": _op("Current broker clock (ms), mode and offset from wall time")},
+        "/clock/advance": {"post": _op(
+            "Move the broker clock forward and fire everything due (delay levels, timers)",
+            {"type": "object", "properties": {"seconds": {"type": "number"}, "ms": {"type": "integer"}}})},
+        "/clock/mode": {"post": _op(
+            "Set the clock mode: follow (wall time + offset) or manual (stands still)",
+            {"type": "object", "required": ["mode"],
+             "properties": {"mode": {"type": "string", "enum": ["follow", "manual"]}}})},
+        "/faults": {
+            "get": _op("List fault rules"),
+            "post": _op("Add a fault rule; answers the rule with its id", _schema_rule()),
+            "delete": _op("Remove every fault rule"),
+        },
+        "/faults/{id}": {"delete": {**_op("Remove one fault rule"), "parameters": [
+            {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}]}},
+        "/requests": {
+            "get": _op("Recorded requests (code, header, peer, times, response code, latency)",
+                       params=[_q("code", "string", "request code or name"),
+                               _q("target", "string", "broker or namesrv"),
+                               _q("since", "integer", "only records with seq > since")]),
+            "delete": _op("Forget recorded requests"),
+        },
+        "/topics": {"get": _op("Topics with queue count and per-queue min/max offsets")},
+        "/topics/{topic}": {"get": {**_op("One topic's queues"), "parameters": [
+            {"name": "topic", "in": "path", "required": True, "schema": {"type": "string"}}]}},
+        "/offsets": {"get": _op("Committed consumer offsets (optionally of one group) with lag",
+                                params=[_q("group", "string", "consumer group")])},
+        "/broker/stop": {"post": _op("Stop the broker, keeping its store")},
+        "/broker/start": {"post": _op("Start the broker again on its store")},
+        "/broker/restart": {"post": _op("Stop and start the broker")},
+        "/broker/unreachable": {"post": _op("Close the broker's ports and connections")},
+        "/broker/reachable": {"post": _op("Listen again on the broker's ports")},
+        "/broker/close-connections": {"post": _op(
+            "Close client connections", {"type": "object", "properties": {
+                "target": {"type": "string", "enum": ["broker", "namesrv"]}}})},
+        "/reset": {"post": _op("Remove fault rules and recorded requests")},
+    },
+}
+
+
+class ControlResource(resource.Resource):
+    """One leaf resource routing ``METHOD /path`` to the cluster (an ``EmbeddedCluster``)."""
+
+    isLeaf = True
+
+    def __init__(self, cluster: Any) -> None:
+        super().__init__()
+        self.cluster = cluster
+        self.routes: dict[tuple[str, str], Callable[..., Any]] = {
+            ("GET", "openapi.json"): lambda req, body: OPENAPI,
+            ("GET", "health"): self.health,
+            ("GET", "clock"): self.clock,
+            ("POST", "clock/advance"): self.advance,
+            ("POST", "clock/mode"): self.mode,
+            ("GET", "faults"): lambda req, body: [r.to_json() for r in cluster.faults.rules()],
+            ("POST", "faults"): self.add_fault,
+            ("DELETE", "faults"): self.clear_faults,
+            ("GET", "requests"): self.requests,
+            ("DELETE", "requests"): self.clear_requests,
+            ("GET", "topics"): self.topics,
+            ("GET", "offsets"): self.offsets,
+            ("POST", "broker/stop"): lambda req, body: self._done(cluster.stop_broker_async()),
+            ("POST", "broker/start"): lambda req, body: self._done(cluster.start_broker_async()),
+            ("POST", "broker/restart"): lambda req, body: self._done(cluster.restart_broker_async()),
+            ("POST", "broker/unreachable"): lambda req, body: self._done(cluster.make_unreachable_async()),
+            ("POST", "broker/reachable"): lambda req, body: self._done(cluster.make_reachable_async()),
+            ("POST", "broker/close-connections"): lambda req, body: self._done(
+                cluster.close_connections_async((body or {}).get("target", "broker"))),
+            ("POST", "reset"): self.reset,
+        }
+
+    # --- plumbing -------------------------------------------------------------------------------
+    def render(self, request: Any) -> Any:
+        method = request.method.decode()
+        path = request.path.decode().strip("/")
+        try:
+            handler, args = self._route(method, path)
+            raw = request.content.read() if request.content is not None else b""
+            body = json.loads(raw) if raw.strip() else None
+            result = handler(request, body, *args)
+        except ApiError as exc:
+            return self._write(request, {"error": str(exc)}, exc.status)
+        except (ValueError, KeyError, TypeError) as exc:
+            return self._write(request, {"error": str(exc)}, 400)
+        if isinstance(result, defer.Deferred):
+            def ok(value: Any) -> None:
+                self._finish(request, value, 200)
+
+            def failed(f: Any) -> None:
+                log.error("control API %s %s failed: %s", method, path, f.getTraceback())
+                self._finish(request, {"error": str(f.value)}, 500)
+
+            result.addCallbacks(ok, failed)
+            return server.NOT_DONE_YET
+        return self._write(request, result, 200)
+
+    def _route(self, method: str, path: str) -> tuple[Callable[..., Any], tuple]:
+        handler = self.routes.get((method, path))
+        if handler is not None:
+            return handler, ()
+        parts = path.split("/")
+        if len(parts) == 2 and parts[0] == "faults" and method == "DELETE":
+            return self.remove_fault, (parts[1],)
+        if len(parts) >= 2 and parts[0] == "topics" and method == "GET":
+            return self.topic, ("/".join(parts[1:]),)
+        if any(p == path for (_, p) in self.routes):
+            raise ApiError(405, f"method {method} not allowed on /{path}")
+        raise ApiError(404, f"no such endpoint: {method} /{path}")
+
+    @staticmethod
+    def _write(request: Any, value: Any, status: int) -> bytes:
+        request.setResponseCode(status)
+        request.setHeader(b"content-type", b"application/json")
+        return json.dumps(value, default=str).encode()
+
+    def _finish(self, request: Any, value: Any, status: int) -> None:
+        if request.finished or getattr(request, "_disconnected", False):
+            return
+        request.write(self._write(request, value, status))
+        request.finish()
+
+    @staticmethod
+    def _done(d: defer.Deferred) -> defer.Deferred:
+        return d.addCallback(lambda _: {"ok": True})
+
+    @staticmethod
+    def _query(request: Any) -> dict[str, str]:
+        qs = parse_qs(request.uri.decode().partition("?")[2])
+        return {k: v[-1] for k, v in qs.items()}
+
+    # --- endpoints ------------------------------------------------------------------------------
+    def health(self, request: Any, body: Any) -> dict:
+        c = self.cluster
+        return {"namesrv": c.namesrv_addr, "broker": c.broker_addr, "broker_running": c.broker is not None,
+                "store": str(c.store_dir), "clock": self.clock(request, body)}
+
+    def clock(self, request: Any, body: Any) -> dict:
+        clock = self.cluster.clock
+        return {"now_ms": int(clock.seconds() * 1000), "mode": clock.mode,
+                "offset_s": clock.offset, "advanced_s": clock.advanced, "pending_timers": clock.pending()}
+
+    def advance(self, request: Any, body: Any) -> dict:
+        body = body or {}
+        if "seconds" in body:
+            seconds = float(body["seconds"])
+        elif "ms" in body:
+            seconds = int(body["ms"]) / 1000.0
+        else:
+            raise ApiError(400, "give seconds or ms")
+        fired = self.cluster.clock.advance(seconds)
+        return {"fired": fired, **self.clock(request, body)}
+
+    def mode(self, request: Any, body: Any) -> dict:
+        self.cluster.clock.set_mode((body or {})["mode"])
+        return self.clock(request, body)
+
+    def add_fault(self, request: Any, body: Any) -> dict:
+        if not isinstance(body, dict):
+            raise ApiError(400, "expected a JSON object")
+        allowed = {"action", "codes", "target", "delay", "error_code", "remark", "times"}
+        unknown = set(body) - allowed
+        if unknown:
+            raise ApiError(400, f"unknown fields: {sorted(unknown)}")
+        body = dict(body)
+        action = body.pop("action")
+        codes = body.pop("codes", None)
+        return self.cluster.faults.add_rule(action, codes, **body).to_json()
+
+    def clear_faults(self, request: Any, body: Any) -> dict:
+        self.cluster.faults.clear()
+        return {"ok": True}
+
+    def remove_fault(self, request: Any, body: Any, rule_id: str) -> dict:
+        if not self.cluster.faults.remove(int(rule_id)):
+            raise ApiError(404, f"no fault rule {rule_id}")
+        return {"ok": True}
+
+    def requests(self, request: Any, body: Any) -> list:
+        q = self._query(request)
+        recs = self.cluster.faults.records(q.get("code"), q.get("target"), int(q.get("since", 0)))
+        return [r.to_json() for r in recs]
+
+    def clear_requests(self, request: Any, body: Any) -> dict:
+        self.cluster.faults.clear_records()
+        return {"ok": True}
+
+    def _store(self) -> Any:
+        store = self.cluster.store
+        if store is None:
+            raise ApiError(404, "the broker is stopped")
+        return store
+
+    def _queues(self, store: Any, topic: str, n: int) -> list[dict]:
+        out = []
+        for qid in range(n):
+            out.append({"queueId": qid, "minOffset": store.get_min_offset_in_queue(topic, qid),
+                        "maxOffset": store.get_max_offset_in_queue(topic, qid)})
+        return out
+
+    def _topic_table(self, store: Any) -> dict:
+        tc = store.topic_config
+        table = getattr(tc, "table", None) or getattr(tc, "topic_config_table", None)
+        if table is None and hasattr(tc, "all"):
+            table = tc.all()
+        return dict(table or {})
+
+    @staticmethod
+    def _nums(cfg: Any) -> int:
+        if isinstance(cfg, dict):
+            return int(max(cfg.get("readQueueNums", 0), cfg.get("writeQueueNums", 0)))
+        return int(max(getattr(cfg, "read_queue_nums", 0), getattr(cfg, "write_queue_nums", 0)))
+
+    def topics(self, request: Any, body: Any) -> list:
+        store = self._store()
+        return [{"topic": name, "queues": self._queues(store, name, self._nums(cfg))}
+                for name, cfg in sorted(self._topic_table(store).items())]
+
+    def topic(self, request: Any, body: Any, name: str) -> dict:
+        store = self._store()
+        cfg = self._topic_table(store).get(name)
+        if cfg is None:
+            raise ApiError(404, f"no topic {name}")
+        return {"topic": name, "queues": self._queues(store, name, self._nums(cfg))}
+
+    def offsets(self, request: Any, body: Any) -> list:
+        store = self._store()
+        want = self._query(request).get("group")
+        co = store.consumer_offsets
+        table = getattr(co, "offset_table", None) or getattr(co, "table", None) or {}
+        out = []
+        for key, per_queue in sorted(table.items()):
+            topic, _, group = key.rpartition("@")
+            if want is not None and group != want:
+                continue
+            for qid, offset in sorted((int(k), v) for k, v in per_queue.items()):
+                max_offset = store.get_max_offset_in_queue(topic, qid)
+                out.append({"group": group, "topic": topic, "queueId": qid, "offset": offset,
+                            "maxOffset": max_offset, "lag": max(max_offset - offset, 0)})
+        return out
+
+    def reset(self, request: Any, body: Any) -> dict:
+        self.cluster.reset()
+        return {"ok": True}
+
+
+def serve_control_api(cluster: Any, port: int, host: str = "127.0.0.1", reactor: Any = None) -> Any:
+    """Listen on ``host:port`` (0 picks a port); returns the listening port object."""
+    if reactor is None:
+        from twisted.internet import reactor as default_reactor
+
+        reactor = default_reactor
+    site = server.Site(ControlResource(cluster))
+    site.displayTracebacks = False
+    return reactor.listenTCP(port, site, interface=host)
