@@ -134,6 +134,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     """Name server + broker in one process."""
     cfg = load_config(args.config, store=args.store, port=args.broker_port,
                       namesrv=f"{args.host}:{args.namesrv_port}", default_store=DEFAULT_UP_STORE)
+    if getattr(args, "control_port", None) is not None:
+        # Owned by client/: the same services plus a controllable clock and the HTTP control API.
+        from client.control_api import up_with_control
+
+        return up_with_control(args, cfg, _serve, _announce)
 
     from twisted.internet import defer
 
@@ -214,6 +219,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="broker listenPort (default: broker.conf or 10911); port-2 is also served")
     up.add_argument("-c", "--config", metavar="broker.conf", help="RocketMQ broker.conf")
     up.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
+    up.add_argument("--control-port", type=int, default=None, metavar="N",
+                    help="serve the HTTP control API (clock, faults, request log) on 127.0.0.1:N")
     up.set_defaults(func=cmd_up)
 
     ns = subparsers.add_parser("namesrv", help="a name server alone")

@@ -217,7 +217,8 @@ class EmbeddedCluster:
         if self.control_port is not None:
             from client.control_api import serve_control_api
 
-            self.control = serve_control_api(self, self.control_port, self.host, self.reactor)
+            # The control API is for this machine only: always loopback.
+            self.control = serve_control_api(self, self.control_port, "127.0.0.1", self.reactor)
             self.control_port = self.control.getHost().port
         self.running = True
         return self
