@@ -305,21 +305,34 @@ def _decode_json_header(header: bytes, body: bytes) -> RemotingCommand:
     if not isinstance(obj, dict):
         raise RemotingCommandError(f"JSON header is not an object: {header[:64]!r}")
     try:
-        code = int(obj["code"])
+        code = obj["code"]
+        if type(code) is not int:
+            code = int(code)
         language = obj.get("language", "JAVA")
-        if isinstance(language, int):
-            language = _LANG_BY_BYTE.get(language, "OTHER")
+        if type(language) is not str:
+            language = (
+                _LANG_BY_BYTE.get(language, "OTHER") if isinstance(language, int) else str(language)
+            )
+        version = obj.get("version") or 0
+        opaque = obj.get("opaque") or 0
+        flag = obj.get("flag") or 0
+        if type(version) is not int or type(opaque) is not int or type(flag) is not int:
+            version, opaque, flag = int(version), int(opaque), int(flag)
         remark = obj.get("remark")
+        if remark is not None and type(remark) is not str:
+            remark = str(remark)
+        ext = obj.get("extFields")
+        # Positional arguments: this constructor runs once per frame.
         return RemotingCommand(
-            code=code,
-            language=str(language),
-            version=int(obj.get("version") or 0),
-            opaque=int(obj.get("opaque") or 0),
-            flag=int(obj.get("flag") or 0),
-            remark=None if remark is None else str(remark),
-            ext_fields=coerce_ext_fields(obj.get("extFields")),
-            body=body,
-            serialize_type=SERIALIZE_JSON,
+            code,
+            language,
+            version,
+            opaque,
+            flag,
+            remark,
+            coerce_ext_fields(ext) if ext else {},
+            body,
+            SERIALIZE_JSON,
         )
     except KeyError:
         raise RemotingCommandError("JSON header has no 'code'") from None

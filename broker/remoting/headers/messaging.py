@@ -14,6 +14,7 @@ from broker.remoting.headers.base import (
     LONG,
     CommandHeader,
     HeaderError,
+    compile_parser,
     header,
     opt,
     req,
@@ -61,15 +62,18 @@ class SendMessageRequestHeader(CommandHeader):
     @classmethod
     def from_v2(cls, ext: dict[str, str] | None) -> SendMessageRequestHeader:
         """Parse SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE / SEND_REPLY_MESSAGE_V2 letters a..n."""
-        ext = ext or {}
-        v1 = {cls.V2_TO_V1[k]: v for k, v in ext.items() if k in cls.V2_TO_V1}
+        parse = cls.__dict__.get("_parse_v2")
+        if parse is None:
+            spec = tuple((a, cls.V1_TO_V2[w], k, r) for a, w, k, r in cls.SPEC)
+            parse = compile_parser(cls, spec)
+            cls._parse_v2 = staticmethod(parse)
         try:
-            return cls.from_ext_fields(v1)
+            return parse(ext)
         except HeaderError as exc:
-            # Name the letter the client actually sent, as SendMessageRequestHeaderV2 would.
+            # Name the letter and its V1 meaning (SendMessageRequestHeaderV2 field comments).
             text = str(exc)
             for letter, name in cls.V2_TO_V1.items():
-                text = text.replace(f"<{name}>", f"<{letter}> ({name})")
+                text = text.replace(f"<{letter}>", f"<{letter}> ({name})")
             raise HeaderError(text) from None
 
     @classmethod
