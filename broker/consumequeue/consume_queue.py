@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 #: ``MessageStoreConfig.mappedFileSizeConsumeQueue``.
 DEFAULT_CQ_FILE_SIZE = DEFAULT_UNITS_PER_FILE * CQ_STORE_UNIT_SIZE
 
+_ZERO_UNIT = bytes(CQ_STORE_UNIT_SIZE)
 _pack_into = UNIT_STRUCT.pack_into
 _unpack_from = UNIT_STRUCT.unpack_from
 
@@ -294,8 +295,7 @@ class ConsumeQueue:
         start = max(len(files) - 3, 0)
         valid_end = files[start].file_from_offset
         for mf in files[start:]:
-            used = len(bytes(mf.mm).rstrip(b"\0"))
-            used_units = -(-used // CQ_STORE_UNIT_SIZE)
+            used_units = self._first_zero_unit(mf)
             stopped = False
             for i, (phy, size, _tags) in enumerate(
                 UNIT_STRUCT.iter_unpack(mf.mm[: used_units * CQ_STORE_UNIT_SIZE])
@@ -318,6 +318,23 @@ class ConsumeQueue:
         self.min_logic_offset = max(self.min_logic_offset, self.mfq.get_min_offset(), 0)
         self.correct_min_offset(0)  # step over leading fillers
         return self.max_physic_offset
+
+    def _first_zero_unit(self, mf: MappedFile) -> int:
+        """Index of an all-zero unit preceded by a non-zero one (or 0, or the file's unit count),
+        by binary search: data is a prefix followed by zeros. Interior holes do not matter:
+        :meth:`recover` validates every unit before the answer, so the queue still ends at the
+        first invalid unit, as RocketMQ's linear scan would; this only avoids reading the zero
+        tail of a 6 MB file (a linear scan of it costs ~30 ms per queue at startup)."""
+        mm = mf.mm
+        low, high = 0, self.mapped_file_size // CQ_STORE_UNIT_SIZE
+        while low < high:
+            mid = (low + high) // 2
+            pos = mid * CQ_STORE_UNIT_SIZE
+            if mm[pos:pos + CQ_STORE_UNIT_SIZE] == _ZERO_UNIT:
+                high = mid
+            else:
+                low = mid + 1
+        return low
 
     def _last_real_unit_end(self) -> int:
         """offset + size of the newest non-filler unit, or -1."""

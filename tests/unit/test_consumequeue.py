@@ -146,6 +146,22 @@ def test_recover_stops_at_first_invalid_unit(tmp_path):
     assert again.put(7, 700, 100, 7)
 
 
+def test_recover_stops_at_all_zero_hole(tmp_path):
+    """An all-zero unit inside written data ends the queue even with units after it."""
+    cq = ConsumeQueue("T", 0, str(tmp_path / "consumequeue"), 20 * 16)
+    fill(cq, 12)
+    cq.shutdown()
+    path = qdir(tmp_path) / "00000000000000000000"
+    data = bytearray(path.read_bytes())
+    data[3 * 20:4 * 20] = bytes(20)
+    path.write_bytes(bytes(data))
+    again = ConsumeQueue("T", 0, str(tmp_path / "consumequeue"), 20 * 16)
+    again.load()
+    again.recover()
+    assert (again.max_offset, again.last_commitlog_offset) == (3, 300)
+    assert path.read_bytes()[60:] == bytes(20 * 13)
+
+
 def test_truncate_dirty_drops_units_beyond_commitlog_end(tmp_path):
     """After the commitlog lost its tail, units pointing at or past the new end disappear."""
     cq = make_cq(tmp_path)
