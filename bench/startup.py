@@ -1,0 +1,131 @@
+"""Cold start and idle memory of ``rmq-emu up``.
+
+Measures, in one run:
+
+* the floor: wall time of ``python -c "import twisted"`` (interpreter start + Twisted import);
+* ``rmq-emu up`` (name server + broker, fresh temporary store, free ports): wall time from spawn
+  until both the name server and the broker port accept a TCP connection;
+* the idle RSS of that process (psutil, after it has been idle for ``--idle`` seconds).
+
+Prints the medians over ``--runs`` runs, the ratio start / floor, and checks the targets
+(start < 1 s, idle RSS < 100 MB). Exit status 1 if a target is missed.
+
+    .venv/bin/python bench/startup.py [--runs 3] [--idle 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+START_TARGET_S = 1.0
+RSS_TARGET_MB = 100.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def broker_port() -> int:
+    for _ in range(500):
+        p = free_port()
+        if p > 2000:
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", p - 2))
+                except OSError:
+                    continue
+            return p
+    raise RuntimeError("no free port pair")
+
+
+def accepting(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.05)
+        try:
+            s.connect(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def floor_once() -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import twisted"], check=True)
+    return time.perf_counter() - t0
+
+
+def up_once(idle: float) -> tuple[float, float]:
+    """(seconds until both ports accept, idle RSS in MB)."""
+    store = Path(tempfile.mkdtemp(prefix="rmq-emu-bench-"))
+    ns, bp = free_port(), broker_port()
+    cmd = [sys.executable, "-m", "broker.cli", "up", "--store", str(store / "store"),
+           "--namesrv-port", str(ns), "--broker-port", str(bp)]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        ready_ns = ready_broker = False
+        while not (ready_ns and ready_broker):
+            if proc.poll() is not None:
+                raise RuntimeError(f"rmq-emu up exited {proc.returncode}: "
+                                   f"{proc.stderr.read().decode(errors='replace')[-2000:]}")
+            if time.perf_counter() - t0 > 60:
+                raise RuntimeError("rmq-emu up not accepting connections after 60 s")
+            ready_ns = ready_ns or accepting(ns)
+            ready_broker = ready_broker or accepting(bp)
+            if not (ready_ns and ready_broker):
+                time.sleep(0.005)
+        started = time.perf_counter() - t0
+        time.sleep(idle)
+        rss = psutil.Process(proc.pid).memory_info().rss / (1024 * 1024)
+        return started, rss
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(store, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--idle", type=float, default=2.0, help="seconds idle before reading RSS")
+    args = parser.parse_args(argv)
+    os.chdir(ROOT)
+    floor_once()  # warm the page cache so every run is comparable
+    floors = [floor_once() for _ in range(args.runs)]
+    ups = [up_once(args.idle) for _ in range(args.runs)]
+    floor = statistics.median(floors)
+    start = statistics.median(u[0] for u in ups)
+    rss = statistics.median(u[1] for u in ups)
+    print(f"floor  python -c 'import twisted'     {floor * 1000:8.1f} ms")
+    print(f"start  rmq-emu up -> accepting        {start * 1000:8.1f} ms   "
+          f"(ratio to floor {start / floor:.2f}, target < {START_TARGET_S * 1000:.0f} ms)")
+    print(f"idle   RSS of rmq-emu up              {rss:8.1f} MB   (target < {RSS_TARGET_MB:.0f} MB)")
+    print(f"runs   {args.runs}: start ms {[round(u[0] * 1000) for u in ups]}, "
+          f"RSS MB {[round(u[1], 1) for u in ups]}")
+    ok = start < START_TARGET_S and rss < RSS_TARGET_MB
+    print("result", "OK" if ok else "MISSED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
