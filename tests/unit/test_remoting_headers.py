@@ -138,3 +138,33 @@ def test_hypothesis_round_trip_end_transaction(i, long_, flag, text):
     """EndTransactionRequestHeader survives to_ext_fields/from_ext_fields for any values."""
     hdr = h.EndTransactionRequestHeader(text, long_, long_, i, flag, text, text, None)
     assert h.EndTransactionRequestHeader.from_ext_fields(hdr.to_ext_fields()) == hdr
+
+
+def _java_parse_int(text, bits):
+    """Reference Integer.parseInt / Long.parseLong: optional sign, decimal digits, in range."""
+    import re
+    if not re.fullmatch(r"[+-]?\d+", text):
+        return None
+    value = int(text)
+    return value if -(2 ** (bits - 1)) <= value < 2 ** (bits - 1) else None
+
+
+_numberish = st.one_of(
+    st.integers(-(2**64), 2**64).map(str),
+    st.text(alphabet="0123456789+- x٣", max_size=21),
+)
+
+
+@given(queue_id=_numberish, queue_offset=_numberish)
+def test_generated_parser_matches_java_number_parsing(queue_id, queue_offset):
+    """Int/long fields accept exactly what Integer.parseInt / Long.parseLong accept."""
+    ext = {"consumerGroup": "g", "topic": "T", "queueId": queue_id, "queueOffset": queue_offset,
+           "maxMsgNums": "32", "sysFlag": "2", "commitOffset": "0",
+           "suspendTimeoutMillis": "15000", "subVersion": "0"}
+    want_qid, want_off = _java_parse_int(queue_id, 32), _java_parse_int(queue_offset, 64)
+    if want_qid is None or want_off is None:
+        with pytest.raises(HeaderError):
+            h.PullMessageRequestHeader.from_ext_fields(ext)
+    else:
+        hdr = h.PullMessageRequestHeader.from_ext_fields(ext)
+        assert (hdr.queue_id, hdr.queue_offset) == (want_qid, want_off)
