@@ -164,7 +164,7 @@ class ConsumeQueue:
                 self.max_physic_offset = commitlog_offset + size
                 return True
         mf = self.mfq.get_last_mapped_file(expect)
-        if mf.first_create_in_queue and mf.wrote_position == 0 and expect != mf.file_from_offset:
+        if mf.first_create_in_queue and mf.wrote_position == 0 and queue_offset != 0:
             # ConsumeQueue.fillPreBlank: a queue whose first file starts below its first
             # offset (its earlier files were deleted, or the topic came back) gets fillers.
             self.min_logic_offset = expect

@@ -100,6 +100,14 @@ def test_first_file_at_nonzero_offset_gets_pre_blank_fillers(tmp_path):
     assert cq.get_units(7, 5) == [(4096, 100, 9)]
 
 
+def test_first_file_starting_exactly_at_first_offset_sets_min_offset(tmp_path):
+    """A queue whose first offset is a file boundary needs no filler but starts there."""
+    cq = make_cq(tmp_path)
+    assert cq.put(5, 4096, 100, 9)
+    assert (cq.min_offset, cq.max_offset) == (5, 6)
+    assert cq.get_units(5, 5) == [(4096, 100, 9)]
+
+
 def test_fillers_are_skipped_after_reload(tmp_path):
     """Recovery counts fillers neither as messages nor as the queue's start."""
     cq = make_cq(tmp_path)
