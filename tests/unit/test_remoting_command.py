@@ -55,6 +55,24 @@ def test_rocketmq_golden_frame_reencodes_byte_exact(frame):
     assert decode(raw).encode() == raw
 
 
+JAVA_JSON_FRAMES = [f for f in FRAMES if f["name"].startswith("java") and f["serialize"] == "JSON"
+                    and "extFields" in f["header"]]
+
+
+@pytest.mark.parametrize("frame", JAVA_JSON_FRAMES, ids=[f["name"] for f in JAVA_JSON_FRAMES])
+def test_java_json_frame_reencodes_byte_exact(frame):
+    """Our JSON header writer produces exactly the bytes Java's fastjson wrote (key order too)."""
+    raw = bytes.fromhex(frame["hex"])
+    assert decode(raw).encode() == raw
+
+
+def test_java_heartbeat_without_ext_fields_gains_empty_ext_fields():
+    """Java omits extFields on HEART_BEAT; we always write "extFields":{} (CPP/Java need it)."""
+    frame = next(f for f in FRAMES if f["name"].startswith("java") and f["header"]["code"] == 34)
+    assert "extFields" not in frame["header"]
+    assert b'"extFields":{}' in decode(bytes.fromhex(frame["hex"])).encode()
+
+
 @pytest.mark.parametrize("frame", ROCKETMQ_FRAMES, ids=[f["name"] for f in ROCKETMQ_FRAMES])
 def test_construct_spec_parses_golden_rocketmq_header_like_fast_path(frame):
     """The construct ROCKETMQ_HEADER spec and the struct fast path agree on golden frames."""
