@@ -178,10 +178,12 @@ class IndexService:
         last = self.last_indexed_phy_offset
         if last >= 0 and commitlog_offset <= last:
             return False
-        if uniq_key:
-            self._put_key(build_key(topic, uniq_key), commitlog_offset, store_timestamp)
-        for key in keys:
-            if key:
+        # A key repeated in KEYS (or equal to UNIQ_KEY) is indexed once: RocketMQ indexes it
+        # twice and QUERY_MESSAGE then returns the same record twice.
+        seen: set[str] = set()
+        for key in ([uniq_key] if uniq_key else []) + list(keys):
+            if key and key not in seen:
+                seen.add(key)
                 self._put_key(build_key(topic, key), commitlog_offset, store_timestamp)
         return True
 

@@ -348,3 +348,12 @@ def test_truncate_drops_never_written_entries(tmp_path):
     out: list[int] = []
     f.select_phy_offsets(out, "T#k", 32, 0, T0)
     assert out == [200, 100, 0]
+
+
+def test_repeated_key_in_one_message_is_indexed_once(tmp_path):
+    """KEYS "k k" (or a key equal to UNIQ_KEY) yields the record once per lookup."""
+    svc = make_service(tmp_path)
+    svc.put("T", ["k", "k", "U"], "U", 0, T0)
+    assert svc.files[0].entry_count == 2
+    assert svc.query("T", "k", 32, 0, T0).phy_offsets == [0]
+    assert svc.query("T", "U", 32, 0, T0).phy_offsets == [0]
