@@ -9,7 +9,7 @@ commitlog offsets newest first.
 Recovery differs (see :mod:`broker.index.index_file`): instead of deleting files written after the
 checkpoint, :meth:`IndexService.truncate` drops entries at or beyond the commitlog's valid end, and
 :meth:`IndexService.put` skips messages at or below the last indexed offset, so the store's
-re-dispatch after recovery is idempotent.
+re-dispatch after recovery is idempotent. A key repeated within one message is indexed once.
 """
 
 from __future__ import annotations
