@@ -134,6 +134,16 @@ class RequestDispatcher:
         if fn in self._interceptors:
             self._interceptors.remove(fn)
 
+    def proceed(self, cmd: RemotingCommand, conn: Any, after: Interceptor | None = None) -> Any:
+        """Run the interceptors that follow ``after`` (all of them if None or not installed), then
+        the handler. For an interceptor that wants to see or reshape the answer of the rest of
+        the chain; returns RemotingCommand | Deferred | None (None: no answer)."""
+        try:
+            start = self._interceptors.index(after) + 1 if after is not None else 0
+        except ValueError:
+            start = 0
+        return self._intercept(cmd, conn, start)
+
     def add_observer(self, fn: Callable[[RequestEvent], None]) -> None:
         """Call ``fn(event)`` for every incoming request before anything else."""
         self._observers.append(fn)

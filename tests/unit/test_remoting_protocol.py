@@ -291,3 +291,21 @@ def test_interceptor_returning_none_passes_through_and_observer_sees_every_reque
                                                                  (77, {}, 12.5)]
     assert intercepted == [10, 77]
     assert [c.code for c in _frames(tr.value())] == [0, 3]
+
+
+def test_interceptor_can_proceed_and_reshape_the_answer():
+    """dispatcher.proceed runs the rest of the chain so an interceptor can alter the response."""
+    d = RequestDispatcher(Clock())
+    d.register(10, _echo)
+
+    def around(cmd, conn):
+        resp = d.proceed(cmd, conn, after=around)
+        resp.remark = "seen"
+        return resp
+
+    d.add_interceptor(around)
+    d.add_interceptor(lambda c, conn: c.response(0, ext_fields={"echo": "second"}))
+    proto, tr, _ = _connect(d)
+    proto.dataReceived(RemotingCommand.request(10, {"x": "1"}).encode())
+    [resp] = _frames(tr.value())
+    assert resp.remark == "seen" and resp.ext_fields == {"echo": "second"}
