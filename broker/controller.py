@@ -1,0 +1,389 @@
+"""``BrokerController``: one broker — store, request processors, listening ports, name-server
+registration and housekeeping — wired to a reactor (RocketMQ ``broker/BrokerController.java``).
+
+::
+
+    controller = BrokerController(BrokerConfig(namesrv_addr="127.0.0.1:9876"), reactor=reactor)
+    yield controller.start()   # store loaded+started, listening, registered with the name servers
+    controller.addr            # "brokerIP1:listenPort" as registered
+    yield controller.stop()    # unregister, answer parked pulls, close, flush store, drop abort
+
+It listens on ``listenPort`` and on ``listenPort - 2`` (the VIP channel old Java producers use),
+registers with every name server at start, every ``registerNameServerPeriod`` (30 s) and right
+after a topic is created or deleted, scans client channels every 10 s (120 s expiry), persists
+consumer offsets every 5 s, and runs the delay-level and timer services of :mod:`broker.schedule`.
+Timers and timestamps use ``clock`` (defaults to the reactor).
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from typing import Any
+
+from twisted.internet import defer
+from twisted.internet.task import LoopingCall
+
+from broker import jsonutil
+from broker.config import BrokerConfig
+from broker.configs.base import TOPICS_JSON, config_file_path
+from broker.configs.topics import TopicConfigManager
+from broker.longpoll import PullRequestHoldService
+from broker.processors.admin import AdminBrokerProcessor
+from broker.processors.client_manage import ClientManageProcessor
+from broker.processors.consumer_manage import ConsumerManageProcessor
+from broker.processors.context import BrokerContext
+from broker.processors.pull import PullMessageProcessor
+from broker.processors.query import QueryMessageProcessor
+from broker.processors.send import SendMessageProcessor
+from broker.remoting.client import RemotingClient
+from broker.remoting.codes import RequestCode, ResponseCode
+from broker.remoting.command import RemotingCommand
+from broker.remoting.protocol import RemotingServerFactory, RequestDispatcher
+from broker.store import MessageStore
+
+log = logging.getLogger(__name__)
+
+#: ``ClientHousekeepingService``: scan every 10 s.
+CHANNEL_SCAN_PERIOD_S = 10.0
+#: ``flushConsumerOffsetInterval``.
+FLUSH_CONSUMER_OFFSET_PERIOD_S = 5.0
+#: ``registerBrokerTimeoutMills``.
+REGISTER_TIMEOUT_S = 6.0
+#: Request codes Java does not register on the VIP channel (``fastRemotingServer``).
+_NOT_ON_VIP = (RequestCode.PULL_MESSAGE,)
+
+
+class _BrokerServerFactory(RemotingServerFactory):
+    """Server factory that reports every closed connection (``ChannelEventListener.onChannelClose``)."""
+
+    def __init__(self, dispatcher: RequestDispatcher, clock: Any, on_close: Any) -> None:
+        super().__init__(dispatcher, clock)
+        self.on_close = on_close
+
+    def buildProtocol(self, addr: Any) -> Any:  # noqa: N802 (Twisted API)
+        proto = super().buildProtocol(addr)
+        proto.add_close_callback(self.on_close)
+        return proto
+
+
+class BrokerController:
+    """A broker. ``config`` is a :class:`~broker.config.BrokerConfig`; ``host`` the interface to
+    listen on (the advertised address is ``brokerIP1``, else this host, loopback for 0.0.0.0)."""
+
+    def __init__(
+        self,
+        config: BrokerConfig | None = None,
+        reactor: Any = None,
+        clock: Any = None,
+        *,
+        host: str = "0.0.0.0",
+        store: MessageStore | None = None,
+        enable_vip_channel: bool = True,
+        enable_schedule: bool = True,
+    ) -> None:
+        if reactor is None:
+            from twisted.internet import reactor as default_reactor
+
+            reactor = default_reactor
+        self.config = config if config is not None else BrokerConfig()
+        self.reactor = reactor
+        self.clock = clock if clock is not None else reactor
+        self.host = host
+        self.enable_vip_channel = enable_vip_channel
+        cfg = self.config
+        self.store = store if store is not None else MessageStore(
+            cfg.to_store_config(host), self.clock, reactor)
+        self._configure_managers()
+        self.ctx = BrokerContext(cfg, self.store, self.clock,
+                                 (cfg.advertised_ip(host), cfg.listen_port))
+        self.dispatcher = RequestDispatcher(self.clock)
+        self.vip_dispatcher = RequestDispatcher(self.clock)
+        self.send_processor = SendMessageProcessor(self.ctx)
+        self.pull_processor = PullMessageProcessor(self.ctx)
+        self.processors = [
+            self.send_processor,
+            self.pull_processor,
+            ClientManageProcessor(self.ctx),
+            ConsumerManageProcessor(self.ctx),
+            QueryMessageProcessor(self.ctx),
+            AdminBrokerProcessor(self.ctx, self.schedule_register),
+        ]
+        for processor in self.processors:
+            for code, handler in processor.handlers().items():
+                self.dispatcher.register(code, handler)
+                if code not in _NOT_ON_VIP:
+                    self.vip_dispatcher.register(code, handler)
+        self.hold_service = PullRequestHoldService(self.clock,
+                                                   self.pull_processor.execute_when_wakeup)
+        self.ctx.hold_service = self.hold_service
+        self.store.add_arrival_listener(self._on_arrival)
+        self.store.topic_config.add_change_listener(lambda tc: self.schedule_register())
+        self.factory = _BrokerServerFactory(self.dispatcher, self.clock,
+                                            self._on_connection_closed)
+        self.vip_factory = _BrokerServerFactory(self.vip_dispatcher, self.clock,
+                                                self._on_connection_closed)
+        self.remoting_client = RemotingClient(reactor)
+        self.schedule: Any = None
+        if enable_schedule:
+            self.schedule = self._make_schedule_services()
+        self._ports: list[Any] = []
+        self._loops: list[LoopingCall] = []
+        self._register_call: Any = None
+        self.running = False
+
+    # --- construction helpers ------------------------------------------------------------------
+    def _configure_managers(self) -> None:
+        """The store opens its config files with defaults; apply this broker's identity and
+        auto-creation switches (``TopicConfigManager(BrokerController)`` builds the system
+        topics from them)."""
+        cfg = self.config
+        root = self.store.config.store_path_root_dir
+        topics = TopicConfigManager(
+            config_file_path(root, TOPICS_JSON), self.clock,
+            broker_name=cfg.broker_name,
+            broker_cluster_name=cfg.broker_cluster_name,
+            auto_create_topic_enable=cfg.auto_create_topic_enable,
+            default_topic_queue_nums=cfg.default_topic_queue_nums,
+            cluster_topic_enable=cfg.cluster_topic_enable,
+            broker_topic_enable=cfg.broker_topic_enable,
+            trace_topic_enable=cfg.trace_topic_enable,
+            msg_trace_topic_name=cfg.msg_trace_topic_name,
+        )
+        if not topics.load():
+            raise RuntimeError(f"{topics.path}: neither the file nor its backup can be loaded")
+        self.store.topic_config = topics
+        self.store.subscription_groups.auto_create_subscription_group = \
+            cfg.auto_create_subscription_group
+
+    def _make_schedule_services(self) -> Any:
+        from broker.schedule import ScheduleConfig, ScheduleServices, TimerConfig
+
+        cfg = self.config
+        timer = TimerConfig()
+        timer.max_delay_sec = int(getattr(cfg, "timer_max_delay_sec", timer.max_delay_sec))
+        services = ScheduleServices(self.store, self.clock, ScheduleConfig(
+            store_path_root_dir=self.store.config.store_path_root_dir,
+            message_delay_level=cfg.message_delay_level,
+            timer=timer,
+        ))
+        # The store computes SCHEDULE_TOPIC_XXXX tagsCodes with the same level table.
+        self.store.schedule_tags_code = lambda record, _levels: services.schedule_tags_code(
+            record)
+        if getattr(cfg, "timer_wheel_enable", True):
+            self.ctx.timer_service = services.timer
+        return services
+
+    # --- identity ------------------------------------------------------------------------------
+    @property
+    def addr(self) -> str:
+        """``brokerIP1:listenPort`` (the address registered and encoded in msgIds)."""
+        return self.ctx.broker_addr
+
+    @property
+    def port(self) -> int:
+        """The main listening port."""
+        return self.ctx.store_host[1]
+
+    @property
+    def vip_port(self) -> int | None:
+        """The VIP channel's port (``listenPort - 2``), if listening."""
+        return self._vip_port
+
+    _vip_port: int | None = None
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> defer.Deferred:
+        """Load and start the store, listen, start services and register; fires with self."""
+        return defer.ensureDeferred(self._start())
+
+    async def _start(self) -> BrokerController:
+        if not self.store.loaded and not self.store.load():
+            raise RuntimeError(f"store did not load: {self.store.load_error}")
+        self.start_listening()
+        self.store.start()
+        if self.schedule is not None:
+            self.schedule.load()
+            self.schedule.start()
+        self._every(CHANNEL_SCAN_PERIOD_S, self.scan_not_active_channels)
+        self._every(FLUSH_CONSUMER_OFFSET_PERIOD_S, self.store.consumer_offsets.persist)
+        period = max(getattr(self.config, "register_name_server_period", 30_000), 10_000)
+        self._every(period / 1000.0, self.register_broker_all, now=False)
+        self.running = True
+        log.info("The broker[%s, %s] boot success. serializeType=JSON and name server is %s",
+                 self.config.broker_name, self.addr, self.config.namesrv_addr)
+        await self.register_broker_all()
+        return self
+
+    def start_listening(self) -> None:
+        """Listen on ``listenPort`` (0 picks a free port) and ``listenPort - 2``."""
+        if self._ports:
+            return
+        cfg = self.config
+        port = self.reactor.listenTCP(cfg.listen_port, self.factory, interface=self.host)
+        self._ports.append(port)
+        actual = port.getHost().port
+        if actual != cfg.listen_port:
+            cfg.listen_port = actual
+        self.ctx.store_host = (self.ctx.store_host[0], actual)
+        self.store.config.store_host = self.ctx.broker_addr
+        self._vip_port = None
+        if self.enable_vip_channel and actual - 2 > 0:
+            try:
+                vip = self.reactor.listenTCP(actual - 2, self.vip_factory, interface=self.host)
+            except Exception as exc:  # CannotListenError: keep serving on the main port
+                log.warning("cannot listen on the VIP channel port %d: %s", actual - 2, exc)
+            else:
+                self._ports.append(vip)
+                self._vip_port = actual - 2
+        log.info("broker listening on %s:%d (VIP %s), advertised as %s", self.host, actual,
+                 self._vip_port, self.addr)
+
+    def stop_listening(self) -> defer.Deferred:
+        """Stop accepting connections (open ones stay)."""
+        ports, self._ports = self._ports, []
+        return defer.DeferredList([defer.maybeDeferred(p.stopListening) for p in ports])
+
+    def stop(self) -> defer.Deferred:
+        """Unregister, answer parked pulls, close connections, stop services, shut the store
+        down (flushed, ``abort`` removed)."""
+        return defer.ensureDeferred(self._stop())
+
+    async def _stop(self) -> None:
+        if not self.running:
+            if not self.store.shutdown_done and self.store.loaded:
+                self.store.shutdown()
+            return
+        self.running = False
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        self._loops.clear()
+        if self._register_call is not None and self._register_call.active():
+            self._register_call.cancel()
+        self._register_call = None
+        await self.unregister_broker_all()
+        self.hold_service.shutdown()
+        await self.stop_listening()
+        await self.factory.close_all()
+        await self.vip_factory.close_all()
+        if self.schedule is not None:
+            self.schedule.shutdown()
+        self.store.shutdown()
+        await self.remoting_client.close()
+        log.info("The broker[%s, %s] shutdown OK", self.config.broker_name, self.addr)
+
+    def _every(self, seconds: float, fn: Any, now: bool = False) -> None:
+        def tick() -> None:
+            try:
+                result = fn()
+                if isinstance(result, defer.Deferred):
+                    result.addErrback(lambda f: log.error("periodic %s failed: %s",
+                                                          getattr(fn, "__name__", fn), f))
+            except Exception:
+                log.exception("periodic task %s failed", getattr(fn, "__name__", fn))
+
+        loop = LoopingCall(tick)
+        loop.clock = self.clock
+        loop.start(seconds, now=now)
+        self._loops.append(loop)
+
+    # --- clients -------------------------------------------------------------------------------
+    def scan_not_active_channels(self) -> None:
+        """``ClientHousekeepingService``: drop (and close) channels silent for 120 s."""
+        expired = self.ctx.consumer_manager.scan_not_active_channel()
+        expired += self.ctx.producer_manager.scan_not_active_channel()
+        for info in expired:
+            close = getattr(info.channel, "close", None)
+            if close is not None:
+                close()
+
+    def _on_connection_closed(self, conn: Any) -> None:
+        self.ctx.consumer_manager.do_channel_close_event(conn)
+        self.ctx.producer_manager.do_channel_close_event(conn)
+
+    def _on_arrival(self, topic: str, queue_id: int, queue_offset: int, tags_code: int,
+                    record: Any = None) -> None:
+        self.hold_service.notify_message_arriving(topic, queue_id, queue_offset + 1, tags_code)
+
+    # --- name server ---------------------------------------------------------------------------
+    def schedule_register(self) -> None:
+        """Register with the name servers on the next reactor turn (coalesces bursts)."""
+        if not self.running:
+            return
+        if self._register_call is None or not self._register_call.active():
+            self._register_call = self.reactor.callLater(0, self._register_now)
+
+    def _register_now(self) -> None:
+        self._register_call = None
+        self.register_broker_all()
+
+    def register_body(self) -> bytes:
+        """``RegisterBrokerBody``: the topic config wrapper and an empty filter server list."""
+        wrapper = self.store.topic_config.build_topic_config_serialize_wrapper()
+        perm = getattr(self.config, "broker_permission", 6)
+        if perm != 6:
+            # registerBrokerAll: topics advertise the broker's own (reduced) permission.
+            for tc in wrapper["topicConfigTable"].values():
+                tc["perm"] = tc["perm"] & perm
+        return jsonutil.dumps({"filterServerList": [], "topicConfigSerializeWrapper": wrapper})
+
+    def _register_header(self) -> dict[str, str]:
+        cfg = self.config
+        ha_ip = getattr(cfg, "broker_ip2", None) or self.ctx.store_host[0]
+        return {
+            "brokerName": cfg.broker_name,
+            "brokerAddr": self.addr,
+            "clusterName": cfg.broker_cluster_name,
+            "haServerAddr": f"{ha_ip}:{self.port + 1}",
+            "brokerId": str(cfg.broker_id),
+            "compressed": "false",
+        }
+
+    def register_broker_all(self) -> defer.Deferred:
+        """REGISTER_BROKER (103) to every name server; fires with the list of
+        ``(addr, ok)`` once all answered (failures are logged, never raised)."""
+        addrs = self.config.namesrv_addrs()
+        if not addrs:
+            return defer.succeed([])
+        body = self.register_body()
+        header = self._register_header()
+        # BrokerOuterAPI.registerBrokerAll: the name server checks the body against it.
+        header["bodyCrc32"] = str(zlib.crc32(body) & 0x7FFFFFFF)
+        calls = []
+        for addr in addrs:
+            cmd = RemotingCommand.request(RequestCode.REGISTER_BROKER, dict(header), body)
+            d = self.remoting_client.invoke(addr, cmd, REGISTER_TIMEOUT_S)
+            d.addCallback(self._registered, addr)
+            d.addErrback(self._register_failed, addr)
+            calls.append(d)
+        return defer.gatherResults(calls)
+
+    @staticmethod
+    def _registered(resp: RemotingCommand, addr: str) -> tuple[str, bool]:
+        if resp.code != ResponseCode.SUCCESS:
+            log.warning("register broker to name server %s failed: code %d %s", addr,
+                        resp.code, resp.remark)
+            return addr, False
+        log.debug("register broker to name server %s OK", addr)
+        return addr, True
+
+    @staticmethod
+    def _register_failed(failure: Any, addr: str) -> tuple[str, bool]:
+        log.warning("register broker to name server %s failed: %s", addr,
+                    failure.getErrorMessage())
+        return addr, False
+
+    def unregister_broker_all(self) -> defer.Deferred:
+        """UNREGISTER_BROKER (104) to every name server (best effort)."""
+        cfg = self.config
+        calls = []
+        for addr in cfg.namesrv_addrs():
+            cmd = RemotingCommand.request(RequestCode.UNREGISTER_BROKER, {
+                "brokerName": cfg.broker_name, "brokerAddr": self.addr,
+                "clusterName": cfg.broker_cluster_name, "brokerId": str(cfg.broker_id)})
+            d = self.remoting_client.invoke(addr, cmd, 3.0)
+            d.addCallback(lambda resp, a=addr: (a, resp.code == ResponseCode.SUCCESS))
+            d.addErrback(self._register_failed, addr)
+            calls.append(d)
+        return defer.gatherResults(calls) if calls else defer.succeed([])
