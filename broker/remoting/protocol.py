@@ -329,22 +329,28 @@ class RemotingProtocol(Protocol):
 
     def dataReceived(self, data: bytes) -> None:
         buf = self._buf
-        buf += data
-        size = len(buf)
+        # Common case: nothing buffered, so cut frames straight out of ``data`` (one copy each).
+        src: bytes | bytearray
+        if buf:
+            buf += data
+            src = buf
+        else:
+            src = data
+        size = len(src)
         pos = 0
         out: list[bytes] = []
         self._out = out
         bad: str | None = None
         try:
             while size - pos >= 4:
-                (length,) = _LEN.unpack_from(buf, pos)
+                (length,) = _LEN.unpack_from(src, pos)
                 if length < 4 or length + 4 > self.max_length:
                     bad = f"frame length {length} outside [4, {self.max_length - 4}]"
                     break
                 end = pos + 4 + length
                 if end > size:
                     break
-                payload = bytes(buf[pos + 4 : end])
+                payload = src[pos + 4 : end]
                 pos = end
                 try:
                     cmd = decode_frame(payload)
@@ -361,8 +367,10 @@ class RemotingProtocol(Protocol):
             self._out = None
             if bad is not None:
                 buf.clear()
-            else:
+            elif src is buf:
                 del buf[:pos]
+            elif pos < size:
+                buf += memoryview(data)[pos:]
             if out and self.transport is not None:
                 self.transport.write(b"".join(out))
         if bad is not None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from twisted.internet import defer, task
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
@@ -309,3 +311,18 @@ def test_interceptor_can_proceed_and_reshape_the_answer():
     proto.dataReceived(RemotingCommand.request(10, {"x": "1"}).encode())
     [resp] = _frames(tr.value())
     assert resp.remark == "seen" and resp.ext_fields == {"echo": "second"}
+
+
+@given(st.lists(st.binary(max_size=40), min_size=1, max_size=6), st.data())
+@settings(max_examples=60, deadline=None)
+def test_any_split_of_a_frame_stream_yields_the_same_requests(bodies, data):
+    """However a stream of frames is cut into reads, each request is handled once, in order."""
+    seen = []
+    d = RequestDispatcher(Clock())
+    d.register(10, lambda c, conn: seen.append(c.body) or None)
+    proto, tr, _ = _connect(d)
+    stream = b"".join(RemotingCommand.request(10, body=b).encode() for b in bodies)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=8)))
+    for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+        proto.dataReceived(stream[a:b])
+    assert seen == bodies and not tr.disconnecting
