@@ -1,0 +1,7 @@
+"""``python -m reports NAME --store DIR``: the report command without the broker CLI."""
+
+import sys
+
+from reports.cli import run_argv
+
+sys.exit(run_argv())

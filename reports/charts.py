@@ -1,0 +1,65 @@
+"""PNG charts with matplotlib's Agg backend (no display needed)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from reports.report import Chart  # noqa: E402
+
+
+def render(chart: Chart, path: str) -> None:
+    """Draw ``chart`` into a PNG file at ``path``."""
+    fig, ax = plt.subplots(figsize=(8, 4), dpi=90)
+    try:
+        chart.draw(ax)
+        ax.set_title(chart.caption, fontsize=10)
+        fig.tight_layout()
+        fig.savefig(path, format="png")
+    finally:
+        plt.close(fig)
+
+
+def bars(df: pd.DataFrame, label: str, values: list[str], ylabel: str = "") -> Callable[[Any], None]:
+    """A drawing function: grouped bars of ``values`` per ``label`` row."""
+
+    def draw(ax) -> None:
+        if df.empty:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center")
+            return
+        width = 0.8 / len(values)
+        xs = range(len(df))
+        for i, col in enumerate(values):
+            ax.bar([x + i * width for x in xs], df[col].fillna(0), width=width, label=col)
+        ax.set_xticks([x + width * (len(values) - 1) / 2 for x in xs])
+        ax.set_xticklabels([str(v) for v in df[label]], rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(ylabel)
+        if len(values) > 1:
+            ax.legend(fontsize=8)
+
+    return draw
+
+
+def lines(df: pd.DataFrame, x: str, y: str, series: str, ylabel: str = "") -> Callable[[Any], None]:
+    """A drawing function: one line of ``y`` over ``x`` per value of ``series``."""
+
+    def draw(ax) -> None:
+        if df.empty:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center")
+            return
+        for name, part in df.sort_values(x).groupby(series, sort=True):
+            ax.plot(part[x], part[y], marker=".", label=str(name))
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7)
+        for tick in ax.get_xticklabels():
+            tick.set_rotation(30)
+            tick.set_fontsize(8)
+
+    return draw

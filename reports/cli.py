@@ -1,0 +1,75 @@
+"""``rmq-emu report NAME --store DIR [--master URL] [--out DIR]``.
+
+``broker/cli.py`` hooks this in with :func:`add_parser` / :func:`main`; ``python -m reports``
+runs it alone (:func:`run_argv`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+
+from broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
+
+REPORTS = ("traffic", "delays", "consumers", "retries")
+log = logging.getLogger(__name__)
+
+
+def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the report arguments to ``parser``."""
+    parser.add_argument("name", choices=(*REPORTS, "all"), help="which report (or all)")
+    parser.add_argument("--store", required=True, help="store root (holds commitlog/)")
+    parser.add_argument("--master", default=None, help="Spark master (default local[*])")
+    parser.add_argument("--out", default="reports-out", help="output directory")
+    parser.add_argument(
+        "--delay-levels", default=DEFAULT_MESSAGE_DELAY_LEVEL,
+        help="the broker's messageDelayLevel (delays report)",
+    )
+    parser.set_defaults(func=main)
+    return parser
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register the ``report`` subcommand on an ``argparse`` subparsers object."""
+    return configure(
+        subparsers.add_parser(
+            "report", help="Spark batch reports read from the store files",
+            description="Spark batch reports read straight from commitlog/consumequeue files.",
+        )
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the report(s) named in ``args``; print where each was written."""
+    from reports.report import Progress, write_report
+    from reports.session import get_session
+
+    if not os.path.isdir(args.store):
+        print(f"report: store directory {args.store} does not exist", file=sys.stderr)
+        return 2
+    names = REPORTS if args.name == "all" else (args.name,)
+    spark = get_session(args.master)
+    try:
+        for name in names:
+            job = importlib.import_module(f"reports.jobs.{name}")
+            progress = Progress(name, job.STAGES + 1)
+            report = job.run(spark, args.store, progress, delay_levels=args.delay_levels)
+            with progress.stage("write Parquet, CSV, PNG and HTML"):
+                page = write_report(report, args.out)
+            print(f"{name}: {page}")
+    finally:
+        spark.stop()
+    return 0
+
+
+def run_argv(argv: list[str] | None = None) -> int:
+    """Standalone entry point (``python -m reports traffic --store DIR``)."""
+    parser = configure(argparse.ArgumentParser(prog="rmq-emu report"))
+    return main(parser.parse_args(argv))
+
+
+#: ``broker/cli.py`` calls ``register(subparsers)`` on each area's CLI module.
+register = add_parser

@@ -1,0 +1,48 @@
+"""The one-page HTML summary: summary lines, embedded PNG charts, the tables (first rows)."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import html as _html
+
+from reports.report import Report
+
+MAX_ROWS = 50
+_STYLE = """
+body{font-family:sans-serif;margin:2em;max-width:1100px}
+table{border-collapse:collapse;font-size:12px;margin-bottom:1.5em}
+td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}
+th{background:#eee} img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
+.note{color:#666;font-size:12px}
+"""
+
+
+def render(report: Report, images: dict[str, str]) -> str:
+    """The page for ``report``; ``images`` maps chart file names to PNG paths to embed."""
+    esc = _html.escape
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>{esc(report.title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{esc(report.title)}</h1>",
+        f"<p class='note'>store {esc(report.store)} &middot; generated {now}</p>",
+    ]
+    if report.summary:
+        parts.append("<ul>" + "".join(f"<li>{esc(s)}</li>" for s in report.summary) + "</ul>")
+    for chart in report.charts:
+        with open(images[chart.file_name], "rb") as fh:
+            data = base64.b64encode(fh.read()).decode("ascii")
+        parts.append(f"<img alt='{esc(chart.caption)}' src='data:image/png;base64,{data}'>")
+    for name, df in report.tables.items():
+        shown = df.head(MAX_ROWS)
+        more = f" (first {MAX_ROWS} of {len(df)} rows)" if len(df) > MAX_ROWS else ""
+        parts.append(
+            f"<h2>{esc(name)}</h2><p class='note'>{len(df)} rows{more}; "
+            f"<a href='{esc(name)}.csv'>CSV</a> &middot; <a href='{esc(name)}.parquet'>Parquet</a></p>"
+        )
+        parts.append(shown.to_html(index=False, border=0, na_rep=""))
+    for note in report.notes:
+        parts.append(f"<p class='note'>{esc(note)}</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

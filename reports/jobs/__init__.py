@@ -1,0 +1,1 @@
+"""Report jobs: each module has ``run(spark, store, progress, **options) -> Report``."""

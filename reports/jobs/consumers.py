@@ -1,0 +1,112 @@
+"""consumers: per group and queue, committed offset vs the queue's max offset (lag).
+
+Committed offsets come from ``config/consumerOffset.json`` (``{"offsetTable": {"topic@group":
+{queueId: offset}}}``, read with :func:`broker.jsonutil.loads`, which accepts fastjson's
+unquoted int keys). Min/max offsets come from the consume queues: max offset = last written
+unit's queue offset + 1, as ``ConsumeQueue.getMaxOffsetInQueue``. For each topic a group has
+committed on, every queue of the topic is listed; lag = maxOffset - committedOffset (a queue
+without a commit counts from minOffset), as ``consumerProgress`` reports "diff".
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from broker import jsonutil
+from reports import charts
+from reports.jobs.common import consume_queues, to_pandas
+from reports.report import Chart, Progress, Report
+
+NAME = "consumers"
+STAGES = 4
+OFFSET_FILE = os.path.join("config", "consumerOffset.json")
+
+
+def read_offsets(store: str) -> pd.DataFrame:
+    """The offset table as rows (group, topic, queueId, committedOffset)."""
+    rows = []
+    path = os.path.join(store, OFFSET_FILE)
+    if os.path.exists(path):
+        with open(path, "rb") as fh:
+            table = (jsonutil.loads(fh.read()) or {}).get("offsetTable") or {}
+        for key, offsets in table.items():
+            # MixAll / ConsumerOffsetManager.TOPIC_GROUP_SEPARATOR; topics cannot contain "@".
+            topic, _, group = key.partition("@")
+            for qid, offset in (offsets or {}).items():
+                rows.append((group, topic, int(qid), int(offset)))
+    return pd.DataFrame(rows, columns=["group", "topic", "queueId", "committedOffset"])
+
+
+def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: object) -> Report:
+    """Compute the consumers report for ``store``."""
+    progress = progress or Progress(NAME, STAGES)
+    report = Report(NAME, "Consumer lag", store)
+    with progress.stage("read consumerOffset.json"):
+        offsets = read_offsets(store)
+    with progress.stage("scan consume queues (min/max offset per queue)"):
+        queues = to_pandas(
+            consume_queues(spark, store)
+            .groupBy("topic", "queueId")
+            .agg(
+                F.min("queueOffset").alias("minOffset"),
+                (F.max("queueOffset") + 1).alias("maxOffset"),
+                F.count("*").alias("units"),
+            )
+        )
+    with progress.stage("lag per group and queue"):
+        pairs = offsets[["group", "topic"]].drop_duplicates()
+        listed = pd.concat(
+            [pairs.merge(queues[["topic", "queueId"]], on="topic"),
+             offsets[["group", "topic", "queueId"]]]
+        ).drop_duplicates()
+        by_queue = listed.merge(offsets, on=["group", "topic", "queueId"], how="left").merge(
+            queues, on=["topic", "queueId"], how="left"
+        )
+        by_queue["minOffset"] = by_queue["minOffset"].fillna(0).astype("int64")
+        by_queue["maxOffset"] = by_queue["maxOffset"].fillna(0).astype("int64")
+        by_queue["committedOffset"] = by_queue["committedOffset"].astype("Int64")
+        committed = by_queue["committedOffset"]
+        by_queue["lag"] = (by_queue["maxOffset"] - committed.fillna(by_queue["minOffset"])).astype(
+            "int64"
+        )
+        by_queue = by_queue.drop(columns=["units"]).sort_values(
+            ["group", "topic", "queueId"]
+        ).reset_index(drop=True)
+        by_group = (
+            by_queue.groupby("group", as_index=False)
+            .agg(topics=("topic", "nunique"), queues=("queueId", "size"), lag=("lag", "sum"))
+            .sort_values(["lag", "group"], ascending=[False, True])
+            .reset_index(drop=True)
+        )
+        by_topic = (
+            by_queue.groupby(["group", "topic"], as_index=False)
+            .agg(queues=("queueId", "size"), committed=("committedOffset", "sum"),
+                 maxOffset=("maxOffset", "sum"), lag=("lag", "sum"))
+            .sort_values(["group", "topic"]).reset_index(drop=True)
+        )
+        queues = queues.sort_values(["topic", "queueId"]).reset_index(drop=True)
+    with progress.stage("charts"):
+        report.tables = {
+            "lag_by_group": by_group,
+            "lag_by_group_topic": by_topic,
+            "lag_by_queue": by_queue,
+            "queues": queues,
+        }
+        labelled = by_topic.assign(groupTopic=by_topic["group"] + " / " + by_topic["topic"])
+        report.charts = [
+            Chart("lag_by_group.png", "Lag per consumer group (messages)",
+                  charts.bars(by_group, "group", ["lag"], "messages")),
+            Chart("lag_by_group_topic.png", "Committed vs max offset per group and topic",
+                  charts.bars(labelled, "groupTopic", ["committed", "maxOffset", "lag"])),
+        ]
+        report.summary = [
+            f"{len(by_group)} groups, {len(by_queue)} queues, total lag "
+            f"{int(by_queue['lag'].sum()) if not by_queue.empty else 0}",
+        ]
+        if offsets.empty:
+            report.notes = [f"no {OFFSET_FILE} (or it is empty) in the store"]
+    return report

@@ -1,0 +1,128 @@
+"""delays: how late scheduled messages were delivered, and which are still pending.
+
+A scheduled copy is a record in ``SCHEDULE_TOPIC_XXXX`` (delay level = queueId + 1, scheduled
+deliver time = its store time + the level's delay, as ``CommitLog`` computes the CQ tagsCode)
+or in ``rmq_sys_wheel_timer`` (deliver time = TIMER_OUT_MS). Its re-put copy is the record in
+REAL_TOPIC with the same UNIQ_KEY and reconsumeTimes stored at or after it (the earliest such,
+since UNIQ_KEY survives retries). Lateness = re-put store time - scheduled deliver time.
+Percentiles are exact (linear interpolation, Spark ``percentile``).
+"""
+
+from __future__ import annotations
+
+from pyspark import StorageLevel
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from broker.message import RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
+from broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
+from reports import charts
+from reports.jobs.common import commitlog, error_notes, split_errors, store_ms, to_pandas
+from reports.report import Chart, Progress, Report
+
+NAME = "delays"
+STAGES = 5
+COLUMNS = [
+    "topic", "queueId", "reconsumeTimes", "storeTimestamp", "uniqKey", "realTopic",
+    "realQueueId", "delayLevel", "timerDeliverTime", "physicalOffset",
+]
+_LATENESS_AGGS = [
+    F.count("reputMs").alias("delivered"),
+    F.percentile("latenessMs", 0.5).alias("p50Ms"),
+    F.percentile("latenessMs", 0.9).alias("p90Ms"),
+    F.percentile("latenessMs", 0.99).alias("p99Ms"),
+    F.max("latenessMs").alias("maxMs"),
+]
+
+
+def run(
+    spark: SparkSession,
+    store: str,
+    progress: Progress | None = None,
+    delay_levels: str = DEFAULT_MESSAGE_DELAY_LEVEL,
+    **_: object,
+) -> Report:
+    """Compute the delays report (``delay_levels`` is the broker's messageDelayLevel)."""
+    progress = progress or Progress(NAME, STAGES)
+    report = Report(NAME, "Scheduled message lateness", store)
+    levels = DelayLevels.parse(delay_levels)
+    level_ms = F.create_map(
+        *[x for lv in range(1, levels.max_level + 1) for x in (F.lit(lv), F.lit(levels.delay_ms(lv)))]
+    )
+    with progress.stage("scan commitlog (scheduled copies and re-puts)"):
+        df = commitlog(spark, store, COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)
+        good, bad = split_errors(df)
+        errors = to_pandas(bad)
+    is_level = F.col("topic") == RMQ_SYS_SCHEDULE_TOPIC
+    scheduled = good.where(F.col("topic").isin(RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC)).select(
+        "physicalOffset", "uniqKey", "realTopic", "realQueueId", "reconsumeTimes",
+        F.when(is_level, F.col("delayLevel")).alias("level"),
+        F.when(is_level, F.concat(F.lit("level "), F.col("delayLevel"))).otherwise(
+            F.lit("timer")).alias("kind"),
+        store_ms().alias("scheduledStoreMs"),
+        F.when(is_level, store_ms() + F.element_at(level_ms, F.col("delayLevel"))).otherwise(
+            F.unix_millis("timerDeliverTime")).alias("deliverMs"),
+    )
+    reputs = good.where(
+        ~F.col("topic").isin(RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC) & F.col("uniqKey").isNotNull()
+    ).select(
+        F.col("uniqKey").alias("rUniq"), F.col("topic").alias("rTopic"),
+        F.col("reconsumeTimes").alias("rTimes"), store_ms().alias("rMs"),
+    )
+    with progress.stage("join scheduled copies to their re-puts (UNIQ_KEY)"):
+        joined = (
+            scheduled.join(
+                reputs,
+                (F.col("uniqKey") == F.col("rUniq")) & (F.col("realTopic") == F.col("rTopic"))
+                & (F.col("reconsumeTimes") == F.col("rTimes"))
+                & (F.col("rMs") >= F.col("scheduledStoreMs")),
+                "left",
+            )
+            .groupBy(*scheduled.columns)
+            .agg(F.min("rMs").alias("reputMs"))
+            .withColumn("latenessMs", F.col("reputMs") - F.col("deliverMs"))
+            .withColumn("deliverDay", F.to_date(F.timestamp_millis(F.col("deliverMs"))))
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
+        detail = to_pandas(joined.orderBy("deliverMs", "physicalOffset"))
+    with progress.stage("lateness percentiles per level and per day"):
+        by_level = to_pandas(
+            joined.groupBy("kind", "level")
+            .agg(F.count("*").alias("scheduled"), *_LATENESS_AGGS)
+            .withColumn("pending", F.col("scheduled") - F.col("delivered"))
+            .orderBy(F.col("level").asc_nulls_last(), "kind")
+        )
+        by_day = to_pandas(
+            joined.groupBy("deliverDay", "kind", "level")
+            .agg(F.count("*").alias("scheduled"), *_LATENESS_AGGS)
+            .orderBy("deliverDay", F.col("level").asc_nulls_last(), "kind")
+        )
+    for table in (detail, by_level, by_day):
+        table["level"] = table["level"].astype("Int64")
+    with progress.stage("pending messages"):
+        pending = detail[detail["reputMs"].isna()].drop(
+            columns=["reputMs", "latenessMs"]
+        ).reset_index(drop=True)
+    joined.unpersist()
+    df.unpersist()
+    with progress.stage("charts"):
+        report.tables = {
+            "lateness_by_level": by_level,
+            "lateness_by_day": by_day,
+            "pending": pending,
+            "scheduled_messages": detail,
+        }
+        report.charts = [
+            Chart("lateness_by_level.png", "Lateness percentiles per level (ms)",
+                  charts.bars(by_level, "kind", ["p50Ms", "p90Ms", "p99Ms", "maxMs"], "ms")),
+            Chart("scheduled_by_level.png", "Delivered and pending per level",
+                  charts.bars(by_level, "kind", ["delivered", "pending"], "messages")),
+        ]
+        delivered = int(by_level["delivered"].sum()) if not by_level.empty else 0
+        report.summary = [
+            f"{len(detail)} scheduled copies, {delivered} delivered, {len(pending)} pending",
+        ]
+        report.notes = error_notes(errors) + [
+            f"delay levels: {delay_levels}",
+        ]
+    return report
