@@ -321,7 +321,8 @@ def test_any_split_of_a_frame_stream_yields_the_same_requests(bodies, data):
     d = RequestDispatcher(Clock())
     d.register(10, lambda c, conn: seen.append(c.body) or None)
     proto, tr, _ = _connect(d)
-    stream = b"".join(RemotingCommand.request(10, body=b).encode() for b in bodies)
+    stream = b"".join(RemotingCommand.request(10, body=b, opaque=i).encode()
+                     for i, b in enumerate(bodies))
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=8)))
     for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True):
         proto.dataReceived(stream[a:b])
