@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 
 from broker.commitlog.checkpoint import StoreCheckpoint
 from broker.commitlog.commitlog import CommitLog, CommitLogError
@@ -67,6 +68,10 @@ _TX_MASK = 0xC
 _PREPARED = 0x4
 _ROLLBACK = 0xC
 _INDEX_DRAIN_LIMIT = 50_000
+_UNIT = struct.Struct(">qiq")  # consume-queue unit, as broker.consumequeue.unit.UNIT_STRUCT
+_tuple_new = tuple.__new__
+_APPEND_OK = AppendMessageStatus.PUT_OK
+_PUT_OK = PutMessageStatus.PUT_OK
 
 
 class MessageStore(StoreReader):
@@ -104,6 +109,10 @@ class MessageStore(StoreReader):
         self.delay_offsets = managers["delay_offsets"]
         self.subscription_groups = managers["subscription_groups"]
         self._listeners: list = []
+        #: Queued index entries are written inline once this many wait (no reactor turn came).
+        self.index_drain_limit = _INDEX_DRAIN_LIMIT
+        self._cq_cache: dict[tuple[str, int], object] = {}
+        self._tag_codes = self.commitlog.encoder._tags
         self._index_pending: list[tuple] = []
         self._index_call = None
         self._timers: list = []
@@ -251,9 +260,8 @@ class MessageStore(StoreReader):
 
     def put_message(self, record: MessageRecord) -> PutMessageResult:
         """Append one record and dispatch it; see :class:`PutMessageResult`."""
-        bad = self._check(record)
-        if bad is not None:
-            return PutMessageResult(bad)
+        if not self.running or len(record.body) > self.config.max_message_size:
+            return PutMessageResult(self._check(record))
         try:
             res = self.commitlog.append(record)
         except MappedFileError as exc:
@@ -261,10 +269,11 @@ class MessageStore(StoreReader):
             return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED,
                                     AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR,
                                                         error=str(exc)))
-        if res.status is not AppendMessageStatus.PUT_OK:
-            return PutMessageResult(_APPEND_TO_PUT[res.status], res)
+        if res[0] is not _APPEND_OK:
+            return PutMessageResult(_APPEND_TO_PUT[res[0]], res)
         self._dispatch(record)
-        return PutMessageResult(PutMessageStatus.PUT_OK, res, self.flush_service.on_append())
+        fs = self.flush_service
+        return _tuple_new(PutMessageResult, (_PUT_OK, res, fs.on_append() if fs.active else None))
 
     def put_messages(self, records: list[MessageRecord]) -> PutMessageResult:
         """Append a batch of one (topic, queueId) with consecutive queue offsets; the result's
@@ -295,29 +304,66 @@ class MessageStore(StoreReader):
         return self.commitlog.encoder.tags_code(record.properties.get("TAGS"))
 
     def _dispatch(self, record: MessageRecord) -> None:
+        """Consume-queue unit (synchronously), listeners, index entry (queued)."""
         tx = record.sys_flag & _TX_MASK
         ts = record.store_timestamp
+        topic = record.topic
+        props = record.properties
         if tx != _PREPARED and tx != _ROLLBACK:
-            tags = self.tags_code_of(record)
-            self.consume_queues.put(record.topic, record.queue_id, record.queue_offset,
-                                    record.physical_offset, record.total_size, tags)
-            for fn in self._listeners:
-                try:
-                    fn(record.topic, record.queue_id, record.queue_offset, tags, record)
-                except Exception:
-                    log.exception("arrival listener %r failed", fn)
+            if topic == RMQ_SYS_SCHEDULE_TOPIC:
+                tags = self.schedule_tags_code(record, self.delay_levels)
+            else:
+                tag = props.get("TAGS")
+                tags = (self._tag_codes.get(tag) or self.commitlog.encoder.tags_code(tag)
+                        ) if tag else 0
+            qid = record.queue_id
+            key = (topic, qid)
+            cq = self._cq_cache.get(key)
+            if cq is None:
+                cq = self._cq_cache[key] = self.consume_queues.find_or_create(topic, qid)
+            if not self._cq_put_fast(cq, record, tags):
+                cq.put(record.queue_offset, record.physical_offset, record.total_size, tags)
+            if self._listeners:
+                for fn in self._listeners:
+                    try:
+                        fn(topic, qid, record.queue_offset, tags, record)
+                    except Exception:
+                        log.exception("arrival listener %r failed", fn)
         if self.index is not None and tx != _ROLLBACK:
-            props = record.properties
             keys = props.get(PROPERTY_KEYS)
             uniq = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
             if keys or uniq:
                 pending = self._index_pending
-                pending.append((record.topic, keys, uniq, record.physical_offset, ts))
-                if len(pending) >= _INDEX_DRAIN_LIMIT:
+                pending.append((topic, keys, uniq, record.physical_offset, ts))
+                if len(pending) >= self.index_drain_limit:
                     self._drain_index()
                 elif self._index_call is None and self.reactor is not None and self.running:
                     self._index_call = self.reactor.callLater(0, self._drain_index)
         self.last_dispatched_timestamp = ts
+
+    @staticmethod
+    def _cq_put_fast(cq, record: MessageRecord, tags: int) -> bool:
+        """Write the unit straight into the queue's last file when this is the plain case of
+        ``ConsumeQueue.put`` (next expected offset, room in the file, not yet written); False
+        leaves every other case (pre-blank fill, gaps, duplicates, new file) to ``put``."""
+        files = cq.mfq.files
+        if not files:
+            return False
+        mf = files[-1]
+        pos = mf.wrote_position
+        phy = record.physical_offset
+        size = record.total_size
+        if (
+            pos + 20 > mf.file_size
+            or mf.file_from_offset + pos != record.queue_offset * 20
+            or phy + size <= cq.max_physic_offset
+            or mf.first_create_in_queue and pos == 0
+        ):
+            return False
+        _UNIT.pack_into(mf.mm, pos, phy, size, tags)
+        mf.wrote_position = pos + 20
+        cq.max_physic_offset = phy + size
+        return True
 
     def _drain_index(self) -> None:
         self._index_call = None
@@ -387,6 +433,8 @@ class MessageStore(StoreReader):
         table = self.commitlog.topic_queue_table
         for key in [k for k in table if k[0] == topic]:
             del table[key]
+        for key in [k for k in self._cq_cache if k[0] == topic]:
+            del self._cq_cache[key]
         return self.consume_queues.delete_topic(topic)
 
     # --- reads needing the index --------------------------------------------------------------

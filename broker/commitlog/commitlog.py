@@ -27,6 +27,7 @@ from broker.commitlog.mapped_file_queue import MappedFileQueue
 from broker.commitlog.record import (
     BLANK_MAGIC_CODE,
     END_FILE_MIN_BLANK_LENGTH,
+    MAX_PROPERTIES_LENGTH,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
     MessageRecord,
@@ -34,11 +35,24 @@ from broker.commitlog.record import (
     decode_record,
 )
 from broker.commitlog.results import AppendMessageResult, AppendMessageStatus
-from broker.message import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+from broker.message import (
+    BORNHOST_V6_FLAG,
+    STOREHOSTADDRESS_V6_FLAG,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    properties_to_string,
+)
 
 log = logging.getLogger(__name__)
 
 _BLANK = struct.Struct(">ii")
+_V4 = struct.Struct(">iiiiiqqiq8sq8siqi")  # every fixed field + BODYLENGTH, IPv4 hosts
+_I16 = struct.Struct(">h")
+_HOST_FLAGS_OFF = ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
+_crc32 = zlib.crc32
+_tuple_new = tuple.__new__
+_PUT_OK = AppendMessageStatus.PUT_OK
+_UNKNOWN = AppendMessageStatus.UNKNOWN_ERROR
 _PEEK = struct.Struct(">ii")
 _MAGICS = (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2)
 _TX_MASK = 0xC
@@ -107,8 +121,86 @@ class CommitLog:
         return mf
 
     def append(self, record: MessageRecord) -> AppendMessageResult:
-        """Append one record; sets its offsets, timestamp and CRC. Raises MappedFileError when
-        a new file cannot be created (full disk, permissions)."""
+        """Append one record; sets its offsets, timestamp, CRC, size and magic. Raises
+        MappedFileError when a new file cannot be created (full disk, permissions).
+
+        The hot path (IPv4 hosts) is written out inline: body, topic and properties first,
+        then the fixed header with TOTALSIZE, so a write killed midway leaves TOTALSIZE 0
+        (end of data) and never a shorter record that would pass for valid.
+        """
+        enc = self.encoder
+        born_b, store_b, host_flags, v4 = enc.host_pair(record.born_host, record.store_host)
+        if not v4:
+            return self._append_general(record)
+        topic_t = enc._topics.get(record.topic)
+        ps = record.properties_str
+        try:
+            if topic_t is None:
+                topic_t = enc.topic(record.topic)
+            props = (ps if ps is not None else properties_to_string(record.properties)).encode()
+        except RecordError as exc:
+            return _tuple_new(AppendMessageResult, (_UNKNOWN, 0, 0, 0, 0, 1, record.store_host,
+                                                    None, str(exc)))
+        plen = len(props)
+        if plen > MAX_PROPERTIES_LENGTH:
+            return AppendMessageResult(
+                AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED,
+                error=f"properties length {plen} exceeds {MAX_PROPERTIES_LENGTH} bytes")
+        body = record.body
+        blen = len(body)
+        tb, magic = topic_t
+        size = 90 + blen + len(tb) + plen
+        if size + END_FILE_MIN_BLANK_LENGTH > self.mapped_file_size:
+            return AppendMessageResult(
+                AppendMessageStatus.MESSAGE_SIZE_EXCEEDED,
+                error=f"record of {size} bytes does not fit a {self.mapped_file_size}-byte file",
+            )
+        files = self.queue.files
+        mf = files[-1] if files else None
+        if mf is None or size + END_FILE_MIN_BLANK_LENGTH > mf.file_size - mf.wrote_position:
+            mf = self._writable(size)
+        pos = mf.wrote_position
+        offset = mf.file_from_offset + pos
+        now = self.clock.seconds()
+        ts = int(now * 1000)
+        crc = _crc32(body) & 0x7FFFFFFF
+        sys_flag = (record.sys_flag & _HOST_FLAGS_OFF) | host_flags
+        t = sys_flag & _TX_MASK
+        if t == TRANSACTION_PREPARED_TYPE or t == TRANSACTION_ROLLBACK_TYPE:
+            qoff = 0
+        else:
+            key = (record.topic, record.queue_id)
+            table = self.topic_queue_table
+            qoff = table.get(key, 0)
+            table[key] = qoff + 1
+        mm = mf.mm
+        q = pos + 88
+        mm[q : q + blen] = body
+        q += blen
+        e = q + len(tb)
+        mm[q:e] = tb
+        _I16.pack_into(mm, e, plen)
+        mm[e + 2 : e + 2 + plen] = props
+        _V4.pack_into(
+            mm, pos, size, magic, crc, record.queue_id, record.flag, qoff, offset, sys_flag,
+            record.born_timestamp, born_b, ts, store_b, record.reconsume_times,
+            record.prepared_transaction_offset, blen,
+        )
+        mf.wrote_position = pos + size  # published only once the whole record is in
+        mf.last_modified = now
+        self.last_store_timestamp = ts
+        record.store_timestamp = ts
+        record.body_crc = crc
+        record.physical_offset = offset
+        record.queue_offset = qoff
+        record.total_size = size
+        record.magic_code = magic
+        record.sys_flag = sys_flag
+        return _tuple_new(AppendMessageResult, (_PUT_OK, offset, size, ts, qoff, 1,
+                                                record.store_host, None, None))
+
+    def _append_general(self, record: MessageRecord) -> AppendMessageResult:
+        """Any record (IPv6 hosts included) through the encoder's prepare/write."""
         enc = self.encoder
         try:
             prep = enc.prepare(record)

@@ -64,6 +64,7 @@ class RecordEncoder:
         self._hosts: dict[tuple[str, int], bytes] = {}
         self._topics: dict[str, tuple[bytes, int]] = {}
         self._tags: dict[str, int] = {}
+        self._pairs: dict[tuple, tuple] = {}
 
     def host(self, addr: tuple[str, int]) -> bytes:
         """``pack_host`` with a cache (parsing an IP address costs microseconds)."""
@@ -74,6 +75,20 @@ class RecordEncoder:
                 self._hosts.clear()
             self._hosts[addr] = b
         return b
+
+    def host_pair(self, born: tuple[str, int], store: tuple[str, int]) -> tuple:
+        """(born bytes, store bytes, sysFlag host bits, both IPv4) with a cache."""
+        key = (born, store)
+        t = self._pairs.get(key)
+        if t is None:
+            b, st = self.host(born), self.host(store)
+            flags = (BORNHOST_V6_FLAG if len(b) == 20 else 0) | (
+                STOREHOSTADDRESS_V6_FLAG if len(st) == 20 else 0)
+            t = (b, st, flags, flags == 0)
+            if len(self._pairs) >= _CACHE_LIMIT:
+                self._pairs.clear()
+            self._pairs[key] = t
+        return t
 
     def topic(self, topic: str) -> tuple[bytes, int]:
         """(length prefix + UTF-8 topic, magic) with a cache."""

@@ -45,6 +45,8 @@ class FlushService:
         self._max_dirty = config.flush_commit_log_max_dirty_pages * 4096
         self.running = False
         self.flush_count = 0
+        #: False when :meth:`on_append` has nothing to do (ASYNC_FLUSH without a reactor).
+        self.active = self.sync or reactor is not None
 
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from broker.message import create_offset_msg_id
@@ -49,94 +50,95 @@ class GetMessageStatus(enum.Enum):
     NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
 
 
-class AppendMessageResult:
+_tuple_new = tuple.__new__
+
+
+class AppendMessageResult(tuple):
     """``AppendMessageResult``: where a record (or batch) landed.
 
-    ``msg_id`` (the offset msgId, comma-joined for a batch) is computed on first access: most
-    callers never need it and the hex rendering costs more than the append.
+    A tuple underneath (the append path builds one per message; ``tuple.__new__`` costs a
+    fraction of a Python ``__init__``). ``msg_id`` (the offset msgId, comma-joined for a batch)
+    is computed on access: the hex rendering costs more than the append.
     """
 
-    __slots__ = (
-        "status", "wrote_offset", "wrote_bytes", "store_timestamp", "queue_offset", "msg_num",
-        "store_host", "_offsets", "_msg_id", "error",
-    )
+    __slots__ = ()
 
-    def __init__(
-        self, status: AppendMessageStatus, wrote_offset: int = 0, wrote_bytes: int = 0,
+    def __new__(
+        cls, status: AppendMessageStatus, wrote_offset: int = 0, wrote_bytes: int = 0,
         store_timestamp: int = 0, queue_offset: int = 0, msg_num: int = 1,
         store_host: tuple[str, int] = ("127.0.0.1", 0), offsets: list[int] | None = None,
         error: str | None = None,
-    ) -> None:
-        self.status = status
-        self.wrote_offset = wrote_offset
-        self.wrote_bytes = wrote_bytes
-        self.store_timestamp = store_timestamp
-        self.queue_offset = queue_offset
-        self.msg_num = msg_num
-        self.store_host = store_host
-        self._offsets = offsets
-        self._msg_id: str | None = None
-        self.error = error
+    ) -> AppendMessageResult:
+        return _tuple_new(cls, (status, wrote_offset, wrote_bytes, store_timestamp,
+                                queue_offset, msg_num, store_host, offsets, error))
+
+    status = property(itemgetter(0), doc="AppendMessageStatus")
+    wrote_offset = property(itemgetter(1), doc="commitlog offset of the (first) record")
+    wrote_bytes = property(itemgetter(2), doc="bytes written (all records of a batch)")
+    store_timestamp = property(itemgetter(3), doc="STORETIMESTAMP (ms)")
+    queue_offset = property(itemgetter(4), doc="queue offset of the (first) record")
+    msg_num = property(itemgetter(5), doc="records written")
+    store_host = property(itemgetter(6), doc="(ip, port) of the store host")
+    error = property(itemgetter(8), doc="why the append failed, if it did")
 
     @property
     def logics_offset(self) -> int:
         """RocketMQ's name for the (first) queue offset."""
-        return self.queue_offset
+        return self[4]
 
     @property
     def offsets(self) -> list[int]:
         """Commitlog offset of each record written."""
-        return self._offsets if self._offsets is not None else [self.wrote_offset]
+        return self[7] if self[7] is not None else [self[1]]
 
     @property
     def msg_id(self) -> str:
         """Offset msgId(s) (``MessageDecoder.createMessageId``), comma-joined for a batch."""
-        if self._msg_id is None:
-            host, port = self.store_host
-            self._msg_id = ",".join(create_offset_msg_id(host, port, o) for o in self.offsets)
-        return self._msg_id
+        host, port = self[6]
+        return ",".join(create_offset_msg_id(host, port, o) for o in self.offsets)
 
     @property
     def ok(self) -> bool:
-        return self.status is AppendMessageStatus.PUT_OK
+        return self[0] is AppendMessageStatus.PUT_OK
 
     def __repr__(self) -> str:
         return (
-            f"AppendMessageResult({self.status.name}, wrote_offset={self.wrote_offset}, "
-            f"wrote_bytes={self.wrote_bytes}, queue_offset={self.queue_offset}, "
-            f"msg_num={self.msg_num})"
+            f"AppendMessageResult({self[0].name}, wrote_offset={self[1]}, "
+            f"wrote_bytes={self[2]}, queue_offset={self[4]}, msg_num={self[5]})"
         )
 
 
-class PutMessageResult:
-    """``PutMessageResult``. ``flushed`` is a Deferred fired with the final PutMessageStatus
-    once the flush policy is met; under ASYNC_FLUSH (or on failure) it is created already
-    fired, on first access (most callers under ASYNC_FLUSH never look at it)."""
+class PutMessageResult(tuple):
+    """``PutMessageResult`` (status, append). ``flushed`` is a Deferred fired with the final
+    PutMessageStatus once the flush policy is met; under ASYNC_FLUSH (or on failure) it is made
+    already fired on access (each access gives a fresh fired Deferred)."""
 
-    __slots__ = ("status", "append", "_flushed")
+    __slots__ = ()
 
-    def __init__(
-        self, status: PutMessageStatus, append: AppendMessageResult | None = None,
+    def __new__(
+        cls, status: PutMessageStatus, append: AppendMessageResult | None = None,
         flushed: Any = None,
-    ) -> None:
-        self.status = status
-        self.append = append
-        self._flushed = flushed
+    ) -> PutMessageResult:
+        return _tuple_new(cls, (status, append, flushed))
+
+    status = property(itemgetter(0), doc="PutMessageStatus")
+    append = property(itemgetter(1), doc="AppendMessageResult (None if nothing was appended)")
 
     @property
     def flushed(self) -> Any:
-        if self._flushed is None:
+        d = self[2]
+        if d is None:
             from twisted.internet import defer
 
-            self._flushed = defer.succeed(self.status)
-        return self._flushed
+            return defer.succeed(self[0])
+        return d
 
     @property
     def ok(self) -> bool:
-        return self.status is PutMessageStatus.PUT_OK
+        return self[0] is PutMessageStatus.PUT_OK
 
     def __repr__(self) -> str:
-        return f"PutMessageResult({self.status.name}, {self.append!r})"
+        return f"PutMessageResult({self[0].name}, {self[1]!r})"
 
 
 @dataclass
