@@ -80,6 +80,11 @@ _BYTE_BY_LANG = {c.name: c.value for c in LanguageCode}
 _opaque_counter = itertools.count()
 
 
+def next_opaque() -> int:
+    """A fresh request id (Java ``RemotingCommand.requestId``), wrapping within int32."""
+    return next(_opaque_counter) & 0x7FFFFFFF
+
+
 class RemotingCommandError(ValueError):
     """A frame or header that cannot be decoded; the message names what was wrong."""
 
@@ -161,7 +166,7 @@ class RemotingCommand:
     ) -> RemotingCommand:
         """Build a request with a fresh opaque (``RemotingCommand.createRequestCommand``)."""
         if opaque is None:
-            opaque = next(_opaque_counter) & 0x7FFFFFFF
+            opaque = next_opaque()
         return cls(
             code=int(code),
             language=language,

@@ -24,7 +24,12 @@ from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
 
 from broker.remoting.codes import FLAG_ONEWAY, FLAG_RESPONSE, SERIALIZE_JSON, ResponseCode
-from broker.remoting.command import RemotingCommand, RemotingCommandError, decode_frame
+from broker.remoting.command import (
+    RemotingCommand,
+    RemotingCommandError,
+    decode_frame,
+    next_opaque,
+)
 
 log = logging.getLogger(__name__)
 
@@ -450,6 +455,9 @@ class RemotingProtocol(Protocol):
         if self.closed or self.transport is None:
             return defer.fail(RemotingConnectionError(f"connection to {self.peer_addr} is closed"))
         clock = reactor if reactor is not None else self.clock
+        while cmd.opaque in self._pending:
+            # Two requests may never share an opaque on one connection (hand-built commands).
+            cmd.opaque = next_opaque()
         opaque = cmd.opaque
 
         def cancel(_: defer.Deferred) -> None:

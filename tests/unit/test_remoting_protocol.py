@@ -327,3 +327,16 @@ def test_any_split_of_a_frame_stream_yields_the_same_requests(bodies, data):
     for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True):
         proto.dataReceived(stream[a:b])
     assert seen == bodies and not tr.disconnecting
+
+
+def test_requests_with_the_same_opaque_get_distinct_ids():
+    """Two in-flight requests built with the same opaque are renumbered and both resolve."""
+    proto, tr, _ = _connect()
+    got = []
+    first = RemotingCommand(code=105)
+    second = RemotingCommand(code=105)
+    proto.send_request(first, 3).addCallback(got.append)
+    proto.send_request(second, 3).addCallback(got.append)
+    assert first.opaque != second.opaque
+    proto.dataReceived(second.response(1).encode() + first.response(0).encode())
+    assert [r.code for r in got] == [1, 0]
