@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from client.instance import default_reactor
 
@@ -131,7 +132,7 @@ class AsyncResult:
         self._callbacks: list[Callable[[Any], None]] = []
 
     def _settle(self, outcome: Any) -> None:
-        if isinstance(outcome, defer.failure.Failure):
+        if isinstance(outcome, Failure):
             self._error = outcome.value
         else:
             self._result = outcome

@@ -168,13 +168,12 @@ class FaultInjector:
             raise ValueError(f"target must be broker or namesrv, got {target!r}")
 
         def interceptor(cmd: RemotingCommand, conn: Any) -> Any:
-            return self._intercept(target, dispatcher, cmd, conn)
+            return self._intercept(target, dispatcher, interceptor, cmd, conn)
 
         def observer(event: RequestEvent) -> None:
             self._observe(target, event)
 
-        # Recording first, then faults: run before any interceptor attached earlier.
-        dispatcher._interceptors.insert(0, interceptor)
+        dispatcher.add_interceptor(interceptor)
         dispatcher.add_observer(observer)
         self._attached.append(_Attachment(target, dispatcher, interceptor, observer))
 
@@ -304,8 +303,8 @@ class FaultInjector:
                     return rule
         return None
 
-    def _intercept(self, target: str, dispatcher: RequestDispatcher, cmd: RemotingCommand,
-                   conn: Any) -> Any:
+    def _intercept(self, target: str, dispatcher: RequestDispatcher, me: Any,
+                   cmd: RemotingCommand, conn: Any) -> Any:
         rec = self._record_for(conn, cmd)
         start = time.monotonic()
         rule = self._match(target, cmd.code)
@@ -316,7 +315,7 @@ class FaultInjector:
                 rec.fault = rule.action
         if rule is None or rule.action in ("drop_response", "delay"):
             # Run the rest of the chain ourselves to see (and shape) the answer.
-            d = defer.maybeDeferred(self._continue, dispatcher, cmd, conn)
+            d = defer.maybeDeferred(dispatcher.proceed, cmd, conn, me)
             if rule is not None and rule.action == "delay":
                 d.addCallback(lambda resp: task.deferLater(self.reactor, rule.delay, lambda: resp))
             d.addCallback(self._stamp, rec, start, rule)
@@ -329,15 +328,6 @@ class FaultInjector:
         resp = error_response(cmd, rule.error_code, rule.remark or f"[rmq-emu fault] {_code_name(rule.error_code)}")
         self._stamp(resp, rec, start, rule)
         return resp
-
-    def _continue(self, dispatcher: RequestDispatcher, cmd: RemotingCommand, conn: Any) -> Any:
-        # The interceptors after ours, then the handler (RequestDispatcher._intercept from i+1).
-        try:
-            index = [a.interceptor for a in self._attached if a.dispatcher is dispatcher]
-            mine = dispatcher._interceptors.index(index[0]) if index else -1
-        except ValueError:
-            mine = -1
-        return dispatcher._intercept(cmd, conn, mine + 1)
 
     def _stamp(self, resp: Any, rec: RequestRecord | None, start: float, rule: FaultRule | None) -> Any:
         if rule is not None and rule.action == "drop_response":

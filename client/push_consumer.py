@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from twisted.internet import defer, task
+from twisted.python.failure import Failure
 
 from broker.message import RETRY_GROUP_TOPIC_PREFIX
 from client import api
@@ -386,7 +387,7 @@ class PushConsumer:
 
         def done(result: Any) -> None:
             self._tasks.discard(d)
-            if isinstance(result, defer.failure.Failure) and not result.check(defer.CancelledError):
+            if isinstance(result, Failure) and not result.check(defer.CancelledError):
                 log.error("consumer task failed: %s", result.getTraceback())
 
         d.addBoth(done)

@@ -247,10 +247,21 @@ class EmbeddedCluster:
         from broker.controller import BrokerController
 
         self.broker_config = self._make_config()
-        self.broker = BrokerController(self.broker_config, reactor=self.reactor, host=self.host,
-                                       clock=self.clock)
-        self.faults.attach("broker", self.broker.dispatcher)
-        await defer.maybeDeferred(self.broker.start)
+        broker = BrokerController(self.broker_config, reactor=self.reactor, host=self.host,
+                                  clock=self.clock)
+        # Business time (store timestamps, delay levels, retries, timers) follows the
+        # controllable clock; liveness stays in real time, so advancing hours neither expires
+        # clients' channels and queue locks nor ends parked pulls or request timeouts.
+        ctx = broker.ctx
+        for manager in (ctx.consumer_manager, ctx.producer_manager, ctx.lock_manager):
+            manager.clock = self.reactor
+        broker.hold_service.clock = self.reactor
+        for factory in (broker.factory, broker.vip_factory):
+            factory.clock = self.reactor
+        self.broker = broker
+        self.faults.attach("broker", broker.dispatcher)
+        self.faults.attach("broker", broker.vip_dispatcher)
+        await defer.maybeDeferred(broker.start)
 
     def stop_async(self) -> defer.Deferred:
         """Stop clients made by the cluster, the broker (store flushed) and the name server."""
@@ -336,19 +347,15 @@ class EmbeddedCluster:
         server = self.broker if target == "broker" else self.namesrv
         if server is None:
             return defer.succeed(None)
-        return defer.maybeDeferred(self._factory_of(server).close_all)
+        return defer.DeferredList([defer.maybeDeferred(f.close_all) for f in self._factories(server)])
 
     def close_connections(self, target: str = "broker") -> None:
         """Blocking :meth:`close_connections_async`."""
         run_blocking(self.close_connections_async, target, timeout=30)
 
     @staticmethod
-    def _factory_of(server: Any) -> Any:
-        for name in ("factory", "server_factory", "remoting_factory"):
-            f = getattr(server, name, None)
-            if f is not None:
-                return f
-        raise AttributeError(f"{server!r} exposes no server factory")
+    def _factories(server: Any) -> list[Any]:
+        return [f for name in ("factory", "vip_factory") if (f := getattr(server, name, None))]
 
     def make_unreachable_async(self) -> defer.Deferred:
         """Stop listening on the broker's ports and drop its connections: connects are refused
@@ -360,7 +367,8 @@ class EmbeddedCluster:
         if broker is None:
             return
         await defer.maybeDeferred(broker.stop_listening)
-        await defer.maybeDeferred(self._factory_of(broker).close_all)
+        for factory in self._factories(broker):
+            await factory.close_all()
 
     def make_reachable_async(self) -> defer.Deferred:
         """Listen again on the broker's ports (undo :meth:`make_unreachable`)."""
@@ -442,3 +450,21 @@ class EmbeddedCluster:
     def reset(self) -> None:
         """Remove fault rules and recorded requests (the store is kept)."""
         self.faults.reset()
+
+
+def wait_until(predicate: Any, timeout: float = 15.0, what: str = "the condition",
+               interval: float = 0.05) -> Any:
+    """Block until ``predicate()`` is truthy (the reactor keeps running meanwhile); returns its
+    value, or raises AssertionError naming ``what`` after ``timeout`` seconds."""
+    import time
+
+    from twisted.internet import task
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        run_blocking(task.deferLater, default_reactor(), interval, lambda: None)

@@ -1,0 +1,186 @@
+"""Push, pull and lite-pull consumers against the embedded broker: clustering, broadcasting,
+rebalance, tags, orderly, offsets, retry and DLQ."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from client.message import Message, decode_messages
+from client.push_consumer import BROADCASTING, ConsumeStatus
+from client.testing import _unique as unique
+from client.testing import wait_until
+
+
+def make_topic(cluster, queues: int = 4) -> str:
+    topic = unique("T")
+    cluster.create_topic(topic, queues)
+    return topic
+
+
+def test_push_consumer_receives_with_tag_filter(rocketmq):
+    """A push consumer with 'a || b' gets tags a and b, not c."""
+    topic = make_topic(rocketmq)
+    inbox = rocketmq.collector(topic, expression="a || b")
+    producer = rocketmq.producer()
+    for tag in ("a", "b", "c", "a"):
+        producer.send(Message(topic, tag.encode(), tags=tag))
+    got = inbox.wait_for(3)
+    assert sorted(m.tags for m in got) == ["a", "a", "b"]
+    assert all(m.tags != "c" for m in inbox.messages)
+
+
+def test_two_clustering_consumers_split_the_queues_and_a_third_resplits(rocketmq):
+    """4 queues over 2 members: 2 each; a third member joining triggers a re-split."""
+    topic = make_topic(rocketmq, 4)
+    group = unique("G")
+    c1 = rocketmq.push_consumer(topic, lambda m, c: True, group=group)
+    c2 = rocketmq.push_consumer(topic, lambda m, c: True, group=group)
+
+    def sizes(*cs):
+        return sorted(len([q for q in c.assigned_queues if q.topic == topic]) for c in cs)
+
+    wait_until(lambda: sizes(c1, c2) == [2, 2], what="a 2/2 split")
+    c3 = rocketmq.push_consumer(topic, lambda m, c: True, group=group)
+    wait_until(lambda: sizes(c1, c2, c3) == [1, 1, 2], what="a 1/1/2 split")
+    owned = [q for c in (c1, c2, c3) for q in c.assigned_queues if q.topic == topic]
+    assert len(owned) == len(set(owned)) == 4
+
+
+def test_clustering_group_consumes_each_message_once(rocketmq):
+    """Two members of one group together see every message exactly once."""
+    topic = make_topic(rocketmq, 4)
+    group = unique("G")
+    seen: list[bytes] = []
+    lock = threading.Lock()
+
+    def listener(msgs, ctx):
+        with lock:
+            seen.extend(m.body for m in msgs)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    rocketmq.push_consumer(topic, listener, group=group, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    rocketmq.push_consumer(topic, listener, group=group, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    producer = rocketmq.producer()
+    for i in range(12):
+        producer.send(Message(topic, f"m{i}".encode()))
+    wait_until(lambda: len(seen) >= 12, what="12 messages")
+    assert sorted(seen) == sorted(f"m{i}".encode() for i in range(12))
+
+
+def test_broadcasting_consumers_each_get_everything(rocketmq):
+    """Two BROADCASTING members of one group both receive every message."""
+    topic = make_topic(rocketmq, 2)
+    group = unique("G")
+    a = rocketmq.collector(topic, group=group, message_model=BROADCASTING)
+    b = rocketmq.collector(topic, group=group, message_model=BROADCASTING)
+    producer = rocketmq.producer()
+    for i in range(4):
+        producer.send(Message(topic, f"m{i}".encode()))
+    assert sorted(m.body for m in a.wait_for(4)) == sorted(m.body for m in b.wait_for(4))
+
+
+def test_orderly_consumer_sees_one_queue_in_order(rocketmq):
+    """An orderly consumer gets the messages of a queue in send order (queues locked)."""
+    topic = make_topic(rocketmq, 4)
+    producer = rocketmq.producer()
+    for i in range(10):
+        producer.send_orderly(Message(topic, f"{i}".encode()), arg=3)
+    inbox = rocketmq.collector(topic, orderly=True)
+    got = inbox.wait_for(10)
+    assert [int(m.body) for m in got] == list(range(10))
+
+
+def test_offsets_are_committed(rocketmq):
+    """After consumption the group's committed offsets reach the queue ends (lag 0)."""
+    topic = make_topic(rocketmq, 2)
+    group = unique("G")
+    producer = rocketmq.producer()
+    for i in range(6):
+        producer.send(Message(topic, f"m{i}".encode()))
+    inbox = rocketmq.collector(topic, group=group, persist_interval=0.2)
+    inbox.wait_for(6)
+    admin = rocketmq.admin()
+
+    def lag_zero():
+        progress = admin.consumer_progress(group, [topic])
+        return progress and sum(p.lag for p in progress) == 0 and sum(p.consumer_offset for p in progress) == 6
+
+    wait_until(lag_zero, what="lag 0")
+
+
+@pytest.mark.rocketmq(clock="manual")
+def test_failed_message_comes_back_through_the_retry_topic(rocketmq):
+    """RECONSUME_LATER sends the message back; it returns after level 3 (10 s) with
+    reconsume_times 1 and its original topic."""
+    topic = make_topic(rocketmq, 1)
+    attempts = []
+
+    def listener(msgs, ctx):
+        attempts.extend(msgs)
+        return ConsumeStatus.RECONSUME_LATER if len(attempts) == 1 else ConsumeStatus.CONSUME_SUCCESS
+
+    rocketmq.push_consumer(topic, listener, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    rocketmq.producer().send(Message(topic, b"flaky"))
+    wait_until(lambda: len(attempts) >= 1, what="first delivery")
+    wait_until(lambda: rocketmq.clock.pending() > 0 and rocketmq.faults.records(code=36),
+               what="send back")
+    assert len(attempts) == 1
+    rocketmq.clock.advance(10)
+    wait_until(lambda: len(attempts) >= 2, what="redelivery")
+    again = attempts[1]
+    assert (again.body, again.topic, again.reconsume_times) == (b"flaky", topic, 1)
+
+
+@pytest.mark.rocketmq(clock="manual")
+def test_message_failing_past_max_reconsume_times_lands_in_the_dlq(rocketmq):
+    """With max_reconsume_times=1 the second failure moves the message to %DLQ%group."""
+    topic = make_topic(rocketmq, 1)
+    group = unique("G")
+    attempts = []
+    rocketmq.push_consumer(topic, lambda msgs, ctx: attempts.extend(msgs) or False, group=group,
+                           max_reconsume_times=1, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    rocketmq.producer().send(Message(topic, b"poison"))
+    wait_until(lambda: len(rocketmq.faults.records(code=36)) >= 1, what="first send back")
+    rocketmq.clock.advance(10)
+    wait_until(lambda: len(rocketmq.faults.records(code=36)) >= 2, what="second send back")
+    dlq = f"%DLQ%{group}"
+    # RocketMQ creates the DLQ write-only (PermName.PERM_WRITE): read it from the store.
+    wait_until(lambda: rocketmq.store.get_max_offset_in_queue(dlq, 0) == 1, what="the DLQ message")
+    found = rocketmq.store.get_message(group, dlq, 0, 0, 8)
+    (dead,) = decode_messages(b"".join(bytes(m) for m in found.messages))
+    assert dead.body == b"poison" and len(attempts) == 2
+    assert dead.properties.get("RETRY_TOPIC", topic) == topic
+
+
+def test_pull_consumer_explicit_offsets(rocketmq):
+    """PullConsumer pulls from a chosen offset and stores offsets on the broker."""
+    topic = make_topic(rocketmq, 1)
+    producer = rocketmq.producer()
+    for i in range(5):
+        producer.send(Message(topic, f"m{i}".encode()))
+    puller = rocketmq.pull_consumer(group=unique("P"))
+    (mq,) = puller.fetch_subscribe_queues(topic)
+    result = puller.pull(mq, "*", 2, 10)
+    assert [m.body for m in result.messages] == [b"m2", b"m3", b"m4"]
+    assert (result.next_begin_offset, result.max_offset) == (5, 5)
+    puller.update_offset(mq, 5)
+    assert puller.fetch_offset(mq) == 5
+    empty = puller.pull(mq, "*", 5, 10)
+    assert empty.status.name == "NO_NEW_MSG" and empty.messages == []
+
+
+def test_lite_pull_consumer_polls(rocketmq):
+    """A lite pull consumer hands out messages through poll()."""
+    topic = make_topic(rocketmq, 2)
+    producer = rocketmq.producer()
+    for i in range(4):
+        producer.send(Message(topic, f"m{i}".encode()))
+    consumer = rocketmq.lite_pull_consumer(topic)
+    got = []
+    deadline = time.monotonic() + 15
+    while len(got) < 4 and time.monotonic() < deadline:
+        got.extend(consumer.poll(timeout=1.0))
+    assert sorted(m.body for m in got) == [b"m0", b"m1", b"m2", b"m3"]
