@@ -16,9 +16,10 @@ Both have ``.clock.advance(seconds)``, ``.faults``, ``.producer()``, ``.collecto
 This module must stay cheap to import: pytest loads it in every project that installed
 rocketmq-emu, so the harness is imported only when a fixture is used.
 
-With pytest-twisted installed, plain (non-async) test functions that use these fixtures are run
-outside the reactor greenlet so the blocking facade can wait for the reactor; async tests
-(``@pytest_twisted.inlineCallbacks`` / ``ensureDeferred``) are left to pytest-twisted.
+With pytest-twisted installed, plain (non-async) test functions that use these fixtures (or carry
+the ``rocketmq`` marker) are run outside the reactor greenlet so the blocking facade can wait for
+the reactor; async tests (``@pytest_twisted.inlineCallbacks`` / ``ensureDeferred``) are left to
+pytest-twisted. Other plain tests run inside the reactor there and must use the Twisted API.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ def pytest_pyfunc_call(pyfuncitem: Any) -> Any:
     ptw = sys.modules.get("pytest_twisted")
     if ptw is None or getattr(ptw._instances, "gr_twisted", None) is None:
         return None
-    if not any(name in pyfuncitem.fixturenames for name in _FIXTURES):
+    if not (any(name in pyfuncitem.fixturenames for name in _FIXTURES)
+            or pyfuncitem.get_closest_marker("rocketmq") is not None):
         return None
     func = pyfuncitem.obj
     if _is_pytest_twisted_async(func) or getattr(func, "hypothesis", None) is not None:

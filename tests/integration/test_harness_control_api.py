@@ -1,0 +1,112 @@
+"""The HTTP control API on an in-process cluster (``EmbeddedCluster(control_port=0)`` through the
+``rocketmq`` fixture's marker)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from client.blocking import run_blocking
+from client.message import Message, MQBrokerError
+from client.testing import _unique as unique
+
+pytestmark = pytest.mark.rocketmq(control_port=0)
+
+
+@pytest.fixture
+def cluster(rocketmq):
+    return rocketmq
+
+
+def call(cluster, method: str, path: str, body: dict | None = None) -> tuple[int, object]:
+    """An HTTP call made from a worker thread while the reactor keeps serving."""
+    from twisted.internet import threads
+
+    def do() -> tuple[int, object]:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"http://127.0.0.1:{cluster.control_port}{path}", data=data,
+                                     method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+
+    return run_blocking(threads.deferToThread, do)
+
+
+def test_openapi_lists_every_route(cluster):
+    """/openapi.json is an OpenAPI 3 document naming the endpoints."""
+    status, doc = call(cluster, "GET", "/openapi.json")
+    assert status == 200 and doc["openapi"] == "3.0.3"
+    assert {"/clock/advance", "/faults", "/requests", "/topics", "/offsets", "/reset"} <= set(doc["paths"])
+
+
+def test_clock_advance_and_mode(cluster):
+    """POST /clock/advance moves the broker clock; /clock/mode switches to manual."""
+    _, before = call(cluster, "GET", "/clock")
+    status, after = call(cluster, "POST", "/clock/advance", {"seconds": 3600})
+    assert status == 200 and after["now_ms"] - before["now_ms"] >= 3_600_000
+    _, manual = call(cluster, "POST", "/clock/mode", {"mode": "manual"})
+    assert manual["mode"] == "manual" and cluster.clock.mode == "manual"
+
+
+def test_fault_rules_over_http_reach_the_client(cluster):
+    """A rule added over HTTP fails a send; deleting it restores service; /requests shows it."""
+    producer = cluster.producer()
+    topic = unique("T")
+    producer.send(Message(topic, b"ok"))
+    status, rule = call(cluster, "POST", "/faults",
+                        {"action": "error", "codes": ["SEND_MESSAGE_V2"], "error_code": "SYSTEM_BUSY"})
+    assert status == 200 and rule["codes"] == [310]
+    with pytest.raises(MQBrokerError):
+        producer.send(Message(topic, b"busy"))
+    _, rules = call(cluster, "GET", "/faults")
+    assert [r["hits"] for r in rules] == [1]
+    _, recs = call(cluster, "GET", "/requests?code=310")
+    assert [r["fault"] for r in recs] == [None, "error"]
+    assert call(cluster, "DELETE", f"/faults/{rule['id']}")[0] == 200
+    assert producer.send(Message(topic, b"again")).status.name == "SEND_OK"
+
+
+def test_topics_and_offsets_state(cluster):
+    """/topics shows queue max offsets; /offsets shows a group's committed offsets and lag."""
+    topic = unique("T")
+    cluster.create_topic(topic, 1)
+    producer = cluster.producer()
+    for i in range(3):
+        producer.send(Message(topic, f"m{i}".encode()))
+    _, info = call(cluster, "GET", f"/topics/{topic}")
+    assert info["queues"] == [{"queueId": 0, "minOffset": 0, "maxOffset": 3}]
+    _, topics = call(cluster, "GET", "/topics")
+    assert topic in {t["topic"] for t in topics}
+    consumer = cluster.pull_consumer(group="G-ctl")
+    (mq,) = consumer.fetch_subscribe_queues(topic)
+    consumer.update_offset(mq, 2)
+    _, offsets = call(cluster, "GET", "/offsets?group=G-ctl")
+    assert offsets == [{"group": "G-ctl", "topic": topic, "queueId": 0, "offset": 2,
+                        "maxOffset": 3, "lag": 1}]
+
+
+def test_broker_stop_start_and_reset(cluster):
+    """POST /broker/stop and /broker/start; /reset clears rules and records."""
+    call(cluster, "POST", "/faults", {"action": "drop", "codes": [34]})
+    assert call(cluster, "POST", "/broker/stop")[1] == {"ok": True}
+    assert call(cluster, "GET", "/health")[1]["broker_running"] is False
+    assert call(cluster, "GET", "/topics")[0] == 404
+    assert call(cluster, "POST", "/broker/start")[1] == {"ok": True}
+    assert call(cluster, "GET", "/health")[1]["broker_running"] is True
+    call(cluster, "POST", "/reset")
+    assert call(cluster, "GET", "/faults")[1] == [] and call(cluster, "GET", "/requests")[1] == []
+
+
+def test_bad_requests_are_answered_with_errors(cluster):
+    """Unknown endpoints 404, bad rules 400, with an error message."""
+    assert call(cluster, "GET", "/nope")[0] == 404
+    status, body = call(cluster, "POST", "/faults", {"action": "explode"})
+    assert status == 400 and "action" in body["error"]
+    assert call(cluster, "POST", "/clock/advance", {})[0] == 400
+    assert call(cluster, "DELETE", "/faults/999")[0] == 404
