@@ -7,7 +7,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.remoting.codes import FLAG_RESPONSE, SERIALIZE_JSON, SERIALIZE_ROCKETMQ, LanguageCode
@@ -188,6 +188,7 @@ _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
 _ext = st.dictionaries(_text.filter(bool), _text.filter(bool), max_size=6)
 
 
+@settings(deadline=None)
 @given(code=st.integers(-32768, 32767), lang=st.sampled_from([c.name for c in LanguageCode]),
        version=st.integers(-32768, 32767), opaque=st.integers(-2**31, 2**31 - 1),
        flag=st.integers(0, 3), remark=st.none() | _text.filter(bool), ext=_ext,
@@ -199,6 +200,7 @@ def test_round_trip_both_serialize_types(code, lang, version, opaque, flag, rema
     assert decode(cmd.encode()) == cmd
 
 
+@settings(deadline=None)
 @given(st.binary(max_size=64))
 def test_random_bytes_never_raise_anything_but_remoting_error(data):
     """Arbitrary bytes either decode or raise RemotingCommandError, nothing else."""

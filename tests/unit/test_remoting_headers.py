@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.remoting import headers as h
@@ -132,6 +132,7 @@ def test_every_header_class_round_trips_its_own_fields():
         assert cls.from_ext_fields(value.to_ext_fields()) == value, name
 
 
+@settings(deadline=None)
 @given(st.integers(-(2**31), 2**31 - 1), st.integers(-(2**63), 2**63 - 1), st.booleans(),
        st.text(min_size=1))
 def test_hypothesis_round_trip_end_transaction(i, long_, flag, text):
@@ -155,6 +156,7 @@ _numberish = st.one_of(
 )
 
 
+@settings(deadline=None)
 @given(queue_id=_numberish, queue_offset=_numberish)
 def test_generated_parser_matches_java_number_parsing(queue_id, queue_offset):
     """Int/long fields accept exactly what Integer.parseInt / Long.parseLong accept."""
