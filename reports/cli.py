@@ -51,6 +51,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"report: store directory {args.store} does not exist", file=sys.stderr)
         return 2
     names = REPORTS if args.name == "all" else (args.name,)
+    from pyspark.sql import SparkSession
+
+    # A session already running in this process (tests, notebooks) is used and left running.
+    owned = SparkSession.getActiveSession() is None
     spark = get_session(args.master)
     try:
         for name in names:
@@ -61,7 +65,8 @@ def main(args: argparse.Namespace) -> int:
                 page = write_report(report, args.out)
             print(f"{name}: {page}")
     finally:
-        spark.stop()
+        if owned:
+            spark.stop()
     return 0
 
 

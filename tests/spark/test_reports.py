@@ -1,0 +1,131 @@
+"""Each report's numbers against a hand count of the fixture store (see conftest.py)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+
+import pandas as pd
+import pytest
+
+from reports.report import Progress, write_report
+
+pytestmark = pytest.mark.spark
+
+
+def _quiet(name: str) -> Progress:
+    return Progress(name, 9, stream=io.StringIO())
+
+
+@pytest.fixture(scope="module")
+def traffic(spark, store):
+    from reports.jobs import traffic
+
+    return traffic.run(spark, store.root, _quiet("traffic"))
+
+
+def test_traffic_counts_messages_and_bytes_per_topic(traffic, store):
+    """TopicA holds 12 sends + 2 delayed re-puts; TopicB 5; bytes are the records' TOTALSIZE."""
+    per_topic = traffic.tables["per_topic"].set_index("topic")
+    assert per_topic.loc["TopicA", "messages"] == 14
+    assert per_topic.loc["TopicB", "messages"] == 5
+    assert per_topic.loc["SCHEDULE_TOPIC_XXXX", "messages"] == 6
+    assert per_topic.loc["%RETRY%G1", "messages"] == 2
+    assert per_topic["messages"].sum() == 34
+    sizes_b = [r.total_size for r in store.records if r.topic == "TopicB"]
+    assert per_topic.loc["TopicB", "bytes"] == sum(sizes_b)
+
+
+def test_traffic_per_minute_and_hour(traffic):
+    """TopicA's 12 sends fall 3 per minute in 22:00-22:03; the hour 22:00 holds all 12."""
+    minute = traffic.tables["per_topic_minute"]
+    a = minute[(minute["topic"] == "TopicA")
+               & (minute["minute"] < pd.Timestamp("2023-11-14 22:10"))]
+    assert list(a["messages"]) == [3, 3, 3, 3]
+    hour = traffic.tables["per_topic_hour"]
+    row = hour[(hour["topic"] == "TopicA") & (hour["hour"] == pd.Timestamp("2023-11-14 22:00"))]
+    assert list(row["messages"]) == [12]
+
+
+def test_traffic_top_producers_and_sizes(traffic):
+    """10.0.0.1 and 10.0.0.4 sent 12 each; bodies of 5..115 bytes fall in 4 buckets as counted."""
+    prod = traffic.tables["top_producers"].set_index("producer")
+    assert prod.loc["10.0.0.1", "messages"] == 12 and prod.loc["10.0.0.4", "messages"] == 12
+    assert prod.loc["10.0.0.2", "messages"] == 4 and prod.loc["::1", "messages"] == 1
+    sizes = dict(zip(traffic.tables["size_distribution"]["bodyBytesUpTo"],
+                     traffic.tables["size_distribution"]["messages"], strict=True))
+    # TopicA bodies 5,15,...,115 -> <=8:1 <=16:1 <=32:1 <=64:3 <=128:6; TopicB 4x100 (<=128)
+    # and a 5000-byte body zlib-compressed to under 32 bytes; TopicC "committed" (<=16);
+    # the half "half" (<=4); 12 "delayed <32 chars>" bodies of 40 (<=64); 3 "timer" (<=8).
+    assert sizes == {4: 1, 8: 4, 16: 2, 32: 2, 64: 15, 128: 10}
+
+
+def test_delays_lateness_per_level(spark, store):
+    """Level 3: re-puts 100, 1000, 1500 ms late and one pending; timer: 500 ms and one pending."""
+    from reports.jobs import delays
+
+    report = delays.run(spark, store.root, _quiet("delays"))
+    by = report.tables["lateness_by_level"].set_index("kind")
+    assert by.loc["level 2", ["scheduled", "delivered", "pending", "maxMs"]].tolist() == [1, 1, 0, 200]
+    lv3 = by.loc["level 3"]
+    assert (lv3["scheduled"], lv3["delivered"], lv3["pending"]) == (4, 3, 1)
+    assert (lv3["p50Ms"], lv3["p90Ms"], lv3["maxMs"]) == (1000, 1400, 1500)
+    assert by.loc["level 4", "p50Ms"] == 2500
+    assert by.loc["timer", ["scheduled", "delivered", "pending", "p50Ms"]].tolist() == [2, 1, 1, 500]
+    pending = report.tables["pending"]
+    assert sorted(pending["uniqKey"].str[:2]) == ["D3", "M2"]
+    day = report.tables["lateness_by_day"]
+    assert list(day["deliverDay"].astype(str).unique()) == ["2023-11-15"]
+
+
+def test_consumers_lag_from_offsets_and_consume_queues(spark, store):
+    """G1: TopicA lags 4+0+0+3 and %RETRY%G1 1 (total 8); G2: TopicB 5-2 = 3."""
+    from reports.jobs import consumers
+
+    report = consumers.run(spark, store.root, _quiet("consumers"))
+    q = report.tables["lag_by_queue"].set_index(["group", "topic", "queueId"])
+    assert q.loc[("G1", "TopicA", 0), "maxOffset"] == 5
+    assert [q.loc[("G1", "TopicA", i), "lag"] for i in range(4)] == [4, 0, 0, 3]
+    assert q.loc[("G1", "%RETRY%G1", 0), "lag"] == 1
+    assert q.loc[("G2", "TopicB", 0), "lag"] == 3
+    g = report.tables["lag_by_group"].set_index("group")
+    assert g.loc["G1", "lag"] == 8 and g.loc["G2", "lag"] == 3
+
+
+def test_retries_and_dlq_counts(spark, store, tmp_path):
+    """G1 retried one TopicA message twice and dead-lettered it; G2 retried one TopicB once."""
+    from reports.jobs import retries
+
+    report = retries.run(spark, store.root, _quiet("retries"))
+    t = report.tables["retries_by_group_topic"].set_index(["group", "originalTopic"])
+    cols = ["retries", "retriedMessages", "maxReconsumeTimes", "scheduledRetries", "dlq"]
+    assert t.loc[("G1", "TopicA"), cols].tolist() == [2, 1, 2, 2, 1]
+    assert t.loc[("G2", "TopicB"), cols].tolist() == [1, 1, 1, 1, 0]
+    dlq = report.tables["dlq_messages"]
+    assert dlq[["group", "originalTopic", "originMessageId", "reconsumeTimes"]].values.tolist() == [
+        ["G1", "TopicA", "ORIG1", 3]
+    ]
+    page = write_report(report, str(tmp_path))
+    html = open(page, encoding="utf-8").read()
+    assert "data:image/png;base64," in html and "dlq_messages" in html
+    for name in ("retries_by_group_topic", "dlq_messages"):
+        assert os.path.exists(tmp_path / "retries" / f"{name}.parquet")
+        assert pd.read_csv(tmp_path / "retries" / f"{name}.csv").shape[0] == len(report.tables[name])
+
+
+def test_report_command_writes_every_output(spark, store, tmp_path, capsys):
+    """`rmq-emu report consumers` writes Parquet, CSV, PNG and index.html and prints progress."""
+    from reports import cli
+
+    parser = argparse.ArgumentParser()
+    cli.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["report", "consumers", "--store", store.root,
+                              "--out", str(tmp_path), "--master", "local[2]"])
+    assert args.func(args) == 0
+    captured = capsys.readouterr()
+    assert "[consumers 1/5]" in captured.err and "done in" in captured.err
+    assert str(tmp_path / "consumers" / "index.html") in captured.out
+    files = set(os.listdir(tmp_path / "consumers"))
+    assert {"index.html", "lag_by_group.parquet", "lag_by_group.csv", "lag_by_group.png"} <= files
+    assert spark.range(3).count() == 3  # the shared session survived
