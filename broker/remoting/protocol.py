@@ -22,7 +22,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
 
-from broker.remoting.codes import FLAG_ONEWAY, FLAG_RESPONSE, SERIALIZE_JSON
+from broker.remoting.codes import FLAG_ONEWAY, FLAG_RESPONSE, SERIALIZE_JSON, ResponseCode
 from broker.remoting.command import (
     RemotingCommand,
     RemotingCommandError,
@@ -228,15 +228,22 @@ class RemotingProtocol(Protocol):
         else:
             self._reply(result, cmd)
 
-    def _reply(self, resp: RemotingCommand | None, req: RemotingCommand) -> None:
+    def _reply(self, resp: Any, req: RemotingCommand) -> None:
         if resp is None or req.flag & FLAG_ONEWAY:
             return
-        resp.opaque = req.opaque
-        resp.flag |= FLAG_RESPONSE
-        if req.serialize_type == SERIALIZE_JSON:
-            # CPP and ali-ons ignore the serialize-type byte: JSON in, JSON out.
-            resp.serialize_type = SERIALIZE_JSON
-        self._write(resp)
+        try:
+            resp.opaque = req.opaque
+            resp.flag |= FLAG_RESPONSE
+            if req.serialize_type == SERIALIZE_JSON:
+                # CPP and ali-ons ignore the serialize-type byte: JSON in, JSON out.
+                resp.serialize_type = SERIALIZE_JSON
+            self._write(resp)
+        except Exception as exc:
+            # A response that cannot be encoded still gets an answer (not a client timeout).
+            log.exception("cannot encode the response to code %d from %s", req.code, self.peer_addr)
+            self._write(
+                error_response(req, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+            )
 
     def _reply_failed(self, failure: Failure, req: RemotingCommand) -> None:
         log.error(

@@ -340,3 +340,16 @@ def test_requests_with_the_same_opaque_get_distinct_ids():
     assert first.opaque != second.opaque
     proto.dataReceived(second.response(1).encode() + first.response(0).encode())
     assert [r.code for r in got] == [1, 0]
+
+
+def test_unencodable_response_becomes_system_error():
+    """A handler response that cannot be encoded is replaced by SYSTEM_ERROR, not silence."""
+    d = RequestDispatcher(Clock())
+    # version does not fit the ROCKETMQ header's int16
+    d.register(10, lambda c, conn: RemotingCommand(code=0, version=10**9,
+                                                   serialize_type=SERIALIZE_ROCKETMQ))
+    proto, tr, _ = _connect(d)
+    proto.dataReceived(RemotingCommand.request(10, serialize_type=SERIALIZE_ROCKETMQ,
+                                               opaque=4).encode())
+    [resp] = _frames(tr.value())
+    assert resp.code == ResponseCode.SYSTEM_ERROR and resp.opaque == 4
