@@ -52,7 +52,7 @@ def test_real_client_sees_an_injected_system_busy(controlled, tmp_path, pypi_roc
     try:
         topic = unique("CtlTopic")
         ok = _send(launcher, topic, 1, "before")
-        assert [e["status"] for e in ok.events("sent")] == ["SEND_OK"], ok.diagnostics()
+        assert [e["status"] for e in ok.events("sent")] == ["OK"], ok.diagnostics()
 
         rule = api(base, "POST", "/faults", {
             "action": "error", "codes": ["SEND_MESSAGE", "SEND_MESSAGE_V2"],
@@ -69,6 +69,6 @@ def test_real_client_sees_an_injected_system_busy(controlled, tmp_path, pypi_roc
 
         api(base, "DELETE", f"/faults/{rule['id']}")
         after = _send(launcher, topic, 1, "after")
-        assert [e["status"] for e in after.events("sent")] == ["SEND_OK"], after.diagnostics()
+        assert [e["status"] for e in after.events("sent")] == ["OK"], after.diagnostics()
     finally:
         launcher.close()
