@@ -73,6 +73,12 @@ class BrokerConfig:
     short_polling_time_mills: int = 1000
     notify_consumer_ids_changed_enable: bool = True
     reject_transaction_message: bool = False
+    # --- SQL92 filters and transactions (BrokerConfig.java; used by broker.filter and
+    # broker.transaction)
+    enable_property_filter: bool = False
+    transaction_time_out: int = 6_000
+    transaction_check_max: int = 15
+    transaction_check_interval: int = 60_000
     max_reconsume_times: int = 16
     # --- store (MessageStoreConfig.java)
     store_path_root_dir: str = field(

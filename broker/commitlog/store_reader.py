@@ -135,10 +135,12 @@ class StoreReader:
 
     # --- get_message --------------------------------------------------------------------------
     def get_message(self, group: str, topic: str, queue_id: int, offset: int,
-                    max_msg_nums: int, tags_filter=None) -> GetMessageResult:
+                    max_msg_nums: int, tags_filter=None, record_filter=None) -> GetMessageResult:
         """Pull up to ``max_msg_nums`` raw records from logical ``offset``.
 
-        ``tags_filter(tags_code) -> bool`` (None: everything matches).
+        ``tags_filter(tags_code) -> bool`` (None: everything matches); ``record_filter(raw)
+        -> bool`` is applied to each record read (``MessageFilter.isMatchedByCommitLog``, the
+        SQL92 property filter of :mod:`broker.filter`).
         """
         cq = self.consume_queues.find(topic, queue_id)
         if cq is None:
@@ -204,6 +206,8 @@ class StoreReader:
                 if not messages:
                     status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 next_phy_file_start = commitlog.roll_next_file(phy)
+                continue
+            if record_filter is not None and not record_filter(data):
                 continue
             messages.append(data)
             qoffs.append(offset + scanned - 1)

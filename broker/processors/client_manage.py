@@ -22,6 +22,7 @@ from broker.client_manager import (
     mq_from_json,
     mq_to_json,
 )
+from broker.filter.message_filter import check_client_config
 from broker.processors.common import PERM_READ, PERM_WRITE
 from broker.processors.context import BrokerContext
 from broker.remoting.codes import RequestCode, ResponseCode
@@ -126,12 +127,15 @@ class ClientManageProcessor:
         except BodyError as exc:
             return cmd.response(ResponseCode.SYSTEM_ERROR, str(exc))
         sub = body.get("subscriptionData") or {}
-        expression_type = str(sub.get("expressionType") or "TAG")
-        if expression_type != "TAG" and not self.ctx.setting("enable_property_filter", False):
-            return cmd.response(
-                ResponseCode.SYSTEM_ERROR,
-                f"The broker does not support consumer to filter message by {expression_type}")
-        return cmd.response(ResponseCode.SUCCESS)
+        if not isinstance(sub, dict):
+            return cmd.response(ResponseCode.SUCCESS)
+        # SQL92 gate + compile check (broker.filter.message_filter).
+        code, remark = check_client_config(
+            sub, bool(self.ctx.setting("enable_property_filter", False)))
+        if code == ResponseCode.SUBSCRIPTION_PARSE_FAILED:
+            log.warning("Client %s@%s filter message, but failed to compile expression! sub=%s, "
+                        "error=%s", body.get("clientId"), body.get("group"), sub, remark)
+        return cmd.response(code, remark)
 
     def lock_batch_mq(self, cmd: RemotingCommand, conn: Any) -> RemotingCommand:
         """41: lock queues for an orderly consumer; answers the queues it now holds."""

@@ -13,6 +13,7 @@ import logging
 from typing import Any
 
 from broker.client_manager import SUB_ALL, SubscriptionData
+from broker.filter.message_filter import pull_filter
 from broker.processors.common import PERM_READ, status_name
 from broker.processors.context import BrokerContext
 from broker.remoting.codes import RequestCode, ResponseCode
@@ -120,6 +121,10 @@ class PullMessageProcessor:
                             group, sub.sub_string)
                 return cmd.response(ResponseCode.SUBSCRIPTION_NOT_LATEST,
                                     "the consumer's subscription not latest")
+        # SQL92 (broker.filter): compile the expression (23 / 27 when it does not compile).
+        record_filter, filter_error = pull_filter(sub, has_subscription)
+        if filter_error is not None:
+            return cmd.response(*filter_error)
         if sub.expression_type != "TAG" and not ctx.setting("enable_property_filter", False):
             return cmd.response(
                 ResponseCode.SYSTEM_ERROR,
@@ -130,8 +135,13 @@ class PullMessageProcessor:
         if not sub.class_filter_mode and sub.expression_type == "TAG" and \
                 sub.sub_string != SUB_ALL:
             tags_filter = sub.matches_tags_code
-        result = ctx.store.get_message(group, topic, queue_id, h.queue_offset, h.max_msg_nums,
-                                       tags_filter)
+        if record_filter is None:
+            result = ctx.store.get_message(group, topic, queue_id, h.queue_offset,
+                                           h.max_msg_nums, tags_filter)
+        else:
+            result = ctx.store.get_message(group, topic, queue_id, h.queue_offset,
+                                           h.max_msg_nums, tags_filter,
+                                           record_filter=record_filter)
         status = status_name(result.status)
         if status in _MOVED_UNLESS_ZERO:
             code = ResponseCode.PULL_OFFSET_MOVED if h.queue_offset != 0 else \
