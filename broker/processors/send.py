@@ -29,6 +29,7 @@ from broker.message import (
     RMQ_SYS_TRANS_HALF_TOPIC,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_TYPE_MASK,
+    pack_host,
     properties_to_string,
     string_to_properties,
 )
@@ -90,6 +91,8 @@ class SendMessageProcessor:
         )
         self.region_id = ctx.setting("region_id", "DefaultRegion")
         self.trace_on = "true" if ctx.setting("trace_on", True) else "false"
+        self._prefix_host: tuple[str, int] | None = None
+        self._prefix = ""
 
     def handlers(self) -> dict[int, Any]:
         """Request code → handler, for ``RequestDispatcher.register``."""
@@ -338,10 +341,23 @@ class SendMessageProcessor:
         self.ctx.stats.on_put(topic, count, size)
         append = result.append
         ext = dict(ext)
-        ext["msgId"] = append.msg_id
+        ext["msgId"] = self._msg_id(append)
         ext["queueId"] = str(queue_id)
         ext["queueOffset"] = str(append.queue_offset)
         return cmd.response(code, None, ext)
+
+    def _msg_id(self, append: Any) -> str:
+        """Offset msgId(s) of an append (``MessageDecoder.createMessageId``), with the host
+        prefix computed once per store host (ipaddress parsing dominates otherwise)."""
+        host = self.ctx.store_host
+        if host != self._prefix_host:
+            self._prefix = pack_host(*host).hex().upper()
+            self._prefix_host = host
+        prefix = self._prefix
+        offsets = append.offsets
+        if len(offsets) == 1:
+            return f"{prefix}{offsets[0]:016X}"
+        return ",".join(f"{prefix}{o:016X}" for o in offsets)
 
     # --- send back -------------------------------------------------------------------------
     def process_send_back(self, cmd: RemotingCommand, conn: Any) -> Any:
