@@ -158,10 +158,18 @@ class ClientInstance:
         return route
 
     def set_route(self, topic: str, route: TopicRouteData) -> None:
-        """Store a route and remember its broker addresses."""
+        """Store a route and remember its broker addresses; a broker seen for the first time
+        gets a heartbeat at once (so a consumer started before its topic's route appeared is
+        registered before it asks for the group's members, not up to 30 s later)."""
         self.routes[topic] = route
+        new_broker = False
         for bd in route.broker_datas:
+            known = self.broker_addrs.get(bd.broker_name)
+            if known != bd.broker_addrs and set(bd.broker_addrs.values()) - set((known or {}).values()):
+                new_broker = True
             self.broker_addrs[bd.broker_name] = dict(bd.broker_addrs)
+        if new_broker and self.consumers and self.started:
+            self._heartbeat_soon()
         for fn in list(self.route_listeners):
             try:
                 fn(topic, route)
@@ -215,6 +223,10 @@ class ClientInstance:
 
     async def _heartbeat_loop(self) -> None:
         await self.send_heartbeat_to_all_brokers()
+
+    def _heartbeat_soon(self) -> None:
+        d = defer.ensureDeferred(self.send_heartbeat_to_all_brokers())
+        d.addErrback(lambda f: log.debug("heartbeat failed: %s", f.getErrorMessage()))
 
     async def unregister(self, producer_group: str | None = None, consumer_group: str | None = None) -> None:
         """UNREGISTER_CLIENT (35) to every known broker."""

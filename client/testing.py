@@ -270,7 +270,8 @@ class EmbeddedCluster:
     async def _stop(self) -> None:
         for c in reversed(self._clients):
             try:
-                await defer.maybeDeferred(c.shutdown)
+                # The Twisted object behind a blocking wrapper: we are in the reactor here.
+                await defer.maybeDeferred(getattr(c, "_target", c).shutdown)
             except Exception:
                 log.exception("shutting down %r failed", c)
         self._clients.clear()
