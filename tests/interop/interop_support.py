@@ -19,12 +19,14 @@ import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -305,3 +307,53 @@ class ClientLauncher:
 def unique(prefix: str) -> str:
     """A topic or group name no other test uses."""
     return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+# --- admin calls from the test itself (what mqadmin would do)
+
+
+def rpc(addr: str, code: int, ext: dict | None = None, body: bytes = b"",
+        timeout: float = 5) -> Any:
+    """One blocking request/response to ``addr`` over a fresh connection."""
+    from broker.remoting.command import RemotingCommand
+
+    host, port = addr.rsplit(":", 1)
+    frame = RemotingCommand.request(code, ext or {}, body).encode()
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.sendall(frame)
+        (length,) = struct.unpack(">i", _recv_exact(s, 4))
+        return RemotingCommand.decode_frame(_recv_exact(s, length))
+
+
+def _recv_exact(s: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("connection closed")
+        buf += chunk
+    return bytes(buf)
+
+
+def create_topic(emu: Emulator, topic: str, queues: int = 4, timeout: float = 10) -> None:
+    """UPDATE_AND_CREATE_TOPIC on the broker (``mqadmin updateTopic``), then wait for the route.
+
+    Needed for clients that, like ali-ons, refuse to send to a topic the name server does not
+    know (they never fall back to TBW102 auto-creation).
+    """
+    from broker.remoting.codes import RequestCode
+
+    resp = rpc(emu.broker, RequestCode.UPDATE_AND_CREATE_TOPIC, {
+        "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues),
+        "writeQueueNums": str(queues), "perm": "6", "topicFilterType": "SINGLE_TAG",
+        "topicSysFlag": "0", "order": "false"})
+    assert resp.code == 0, f"UPDATE_AND_CREATE_TOPIC {topic}: {resp.code} {resp.remark}"
+    deadline = time.monotonic() + timeout
+    while True:
+        resp = rpc(emu.namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        if resp.code == 0:
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"name server has no route for {topic} {timeout}s after creating it\n"
+                        + emu.log_tail())
+        time.sleep(0.1)

@@ -8,15 +8,17 @@ async function main() {
   const a = args();
   const timeout = a.timeout || 60;
   watchdog(timeout + 15);
-  const consumer = new Consumer({
+  const options = {
     httpclient: {},
     nameSrv: a.namesrv,
     consumerGroup: a.group,
     accessKeyId: '',
     accessKeySecret: '',
-    rebalanceInterval: a.rebalance_interval_ms || 2000,
-    consumeFromWhere: a.consume_from_where || undefined,
-  });
+  };
+  // Only override what the test asks for: an explicit undefined would replace the defaults.
+  if (a.rebalance_interval_ms) options.rebalanceInterval = a.rebalance_interval_ms;
+  if (a.consume_from_where) options.consumeFromWhere = a.consume_from_where;
+  const consumer = new Consumer(options);
   consumer.on('error', err => emit({ event: 'client_error', error: String(err) }));
   let received = 0;
   let enoughAt = null;
