@@ -35,6 +35,7 @@ from broker.processors.consumer_manage import ConsumerManageProcessor
 from broker.processors.context import BrokerContext
 from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor
+from broker.processors.reply import ReplyMessageProcessor
 from broker.processors.send import SendMessageProcessor
 from broker.remoting.client import RemotingClient
 from broker.remoting.codes import RequestCode, ResponseCode
@@ -108,12 +109,10 @@ class BrokerController:
             ConsumerManageProcessor(self.ctx),
             QueryMessageProcessor(self.ctx),
             AdminBrokerProcessor(self.ctx, self.schedule_register),
+            ReplyMessageProcessor(self.ctx),
         ]
         for processor in self.processors:
-            for code, handler in processor.handlers().items():
-                self.dispatcher.register(code, handler)
-                if code not in _NOT_ON_VIP:
-                    self.vip_dispatcher.register(code, handler)
+            self._register_handlers(processor)
         self.hold_service = PullRequestHoldService(self.clock,
                                                    self.pull_processor.execute_when_wakeup)
         self.ctx.hold_service = self.hold_service
@@ -131,6 +130,18 @@ class BrokerController:
         self._loops: list[LoopingCall] = []
         self._register_call: Any = None
         self.running = False
+
+    def register_processor(self, processor: Any) -> None:
+        """Add a processor (an object with ``handlers() -> {code: handler}``, e.g. a
+        transaction processor) on the main and VIP channels; replaces earlier handlers."""
+        self.processors.append(processor)
+        self._register_handlers(processor)
+
+    def _register_handlers(self, processor: Any) -> None:
+        for code, handler in processor.handlers().items():
+            self.dispatcher.register(code, handler)
+            if code not in _NOT_ON_VIP:
+                self.vip_dispatcher.register(code, handler)
 
     # --- construction helpers ------------------------------------------------------------------
     def _configure_managers(self) -> None:
