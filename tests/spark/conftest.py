@@ -35,7 +35,7 @@ from broker.message import (
 )
 
 sys.path.insert(0, os.path.dirname(__file__))
-from storegen import TinyStore  # noqa: E402
+from storegen import BrokerStore  # noqa: E402
 
 T0 = 1_699_999_200_000  # 2023-11-14T22:00:00Z
 S = T0 + 2 * 3_600_000  # schedule/timer/retry block starts two hours later
@@ -58,9 +58,9 @@ def _rec(topic, i, **kw) -> MessageRecord:
     return MessageRecord(topic=topic, **kw)
 
 
-def build_store(root: str) -> TinyStore:
-    """Write the store described in the module docstring."""
-    st = TinyStore(root, file_size=FILE_SIZE, cq_units_per_file=4)
+def build_store(root: str) -> BrokerStore:
+    """Write the store described in the module docstring with the broker's MessageStore."""
+    st = BrokerStore(root, file_size=FILE_SIZE, cq_units_per_file=4)
     for i in range(12):
         st.put(_rec(
             "TopicA", i, body=bytes([65 + i % 26]) * (10 * i + 5), queue_id=i % 4, flag=i,
@@ -133,15 +133,16 @@ def build_store(root: str) -> TinyStore:
     ))
     delayed("Q" * 32, 3, S + 6000, 100, topic="%RETRY%G2", reconsume=1,
             extra={"RETRY_TOPIC": "TopicB", "ORIGIN_MESSAGE_ID": "ORIG2"})
-    st.write_consumer_offsets({
+    st.commit_offsets({
         "TopicA@G1": {0: 1, 1: 3, 2: 3, 3: 0},
         "TopicB@G2": {0: 2},
         "%RETRY%G1@G1": {0: 1},
     })
+    st.close()
     return st
 
 
 @pytest.fixture(scope="session")
-def store(tmp_path_factory) -> TinyStore:
+def store(tmp_path_factory) -> BrokerStore:
     """The shared store (read-only for tests: copy it before damaging it)."""
     return build_store(str(tmp_path_factory.mktemp("store")))

@@ -129,3 +129,15 @@ def test_report_command_writes_every_output(spark, store, tmp_path, capsys):
     files = set(os.listdir(tmp_path / "consumers"))
     assert {"index.html", "lag_by_group.parquet", "lag_by_group.csv", "lag_by_group.png"} <= files
     assert spark.range(3).count() == 3  # the shared session survived
+
+
+def test_consumer_offsets_accept_fastjson_unquoted_keys(tmp_path):
+    """consumerOffset.json as Java's fastjson writes it (bare int keys) is read."""
+    from reports.jobs.consumers import read_offsets
+
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "consumerOffset.json").write_text(
+        '{"offsetTable":{"TopicA@G1":{0:5,1:7},"%RETRY%G1@G1":{0:2}}}'
+    )
+    rows = read_offsets(str(tmp_path)).values.tolist()
+    assert rows == [["G1", "TopicA", 0, 5], ["G1", "TopicA", 1, 7], ["G1", "%RETRY%G1", 0, 2]]
