@@ -33,17 +33,19 @@ def test_push_consumer_receives_with_tag_filter(rocketmq):
 
 
 def test_two_clustering_consumers_split_the_queues_and_a_third_resplits(rocketmq):
-    """4 queues over 2 members: 2 each; a third member joining triggers a re-split."""
+    """4 queues over 2 members: 2 each; a third member joining triggers a re-split through
+    NOTIFY_CONSUMER_IDS_CHANGED (periodic rebalancing is set to 10 minutes)."""
     topic = make_topic(rocketmq, 4)
     group = unique("G")
-    c1 = rocketmq.push_consumer(topic, lambda m, c: True, group=group)
-    c2 = rocketmq.push_consumer(topic, lambda m, c: True, group=group)
+    slow = {"rebalance_interval": 600.0}
+    c1 = rocketmq.push_consumer(topic, lambda m, c: True, group=group, **slow)
+    c2 = rocketmq.push_consumer(topic, lambda m, c: True, group=group, **slow)
 
     def sizes(*cs):
         return sorted(len([q for q in c.assigned_queues if q.topic == topic]) for c in cs)
 
     wait_until(lambda: sizes(c1, c2) == [2, 2], what="a 2/2 split")
-    c3 = rocketmq.push_consumer(topic, lambda m, c: True, group=group)
+    c3 = rocketmq.push_consumer(topic, lambda m, c: True, group=group, **slow)
     wait_until(lambda: sizes(c1, c2, c3) == [1, 1, 2], what="a 1/1/2 split")
     owned = [q for c in (c1, c2, c3) for q in c.assigned_queues if q.topic == topic]
     assert len(owned) == len(set(owned)) == 4
@@ -113,6 +115,8 @@ def test_offsets_are_committed(rocketmq):
         return progress and sum(p.lag for p in progress) == 0 and sum(p.consumer_offset for p in progress) == 6
 
     wait_until(lag_zero, what="lag 0")
+    # Without topics, the group's topics come from the brokers' offset tables.
+    assert {p.mq.topic for p in admin.consumer_progress(group)} >= {topic}
 
 
 @pytest.mark.rocketmq(clock="manual")
