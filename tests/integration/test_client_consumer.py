@@ -192,3 +192,21 @@ def test_lite_pull_consumer_polls(rocketmq):
     while len(got) < 4 and time.monotonic() < deadline:
         got.extend(consumer.poll(timeout=1.0))
     assert sorted(m.body for m in got) == [b"m0", b"m1", b"m2", b"m3"]
+
+
+def test_orderly_failure_suspends_and_retries_in_place(rocketmq):
+    """An orderly listener failing once sees the same message again before the next one."""
+    topic = make_topic(rocketmq, 1)
+    seen = []
+
+    def listener(msgs, ctx):
+        seen.extend((m.body, m.reconsume_times) for m in msgs)
+        return ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT if len(seen) == 1 else True
+
+    producer = rocketmq.producer()
+    for i in range(3):
+        producer.send_orderly(Message(topic, f"{i}".encode()), arg=0)
+    rocketmq.push_consumer(topic, listener, orderly=True, orderly_suspend=0.1,
+                           consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    wait_until(lambda: len(seen) >= 4, what="4 deliveries")
+    assert seen == [(b"0", 0), (b"0", 1), (b"1", 0), (b"2", 0)]

@@ -75,3 +75,16 @@ def test_follow_mode_clock_moves_with_wall_time(rocketmq):
     (msg,) = consumer.pull(mq, "*", 0, 4).messages
     assert msg.store_timestamp >= int((before + 86400) * 1000)
     wait_until(lambda: rocketmq.clock.seconds() > before + 86400, what="time to move")
+
+
+def test_follow_mode_advance_delivers_timers_and_levels(rocketmq):
+    """In follow mode advance() fires what came due too: a 1 h deliver_at and the 1 h level."""
+    topic = unique("T")
+    producer = rocketmq.producer()
+    producer.send(Message(topic, b"create"))
+    inbox = rocketmq.collector(topic)
+    inbox.wait_for(1)
+    producer.send(Message(topic, b"timer", deliver_at=rocketmq.clock.seconds() + 3600))
+    producer.send(Message(topic, b"level", delay_level=17))  # 1h
+    rocketmq.clock.advance(3601)
+    assert sorted(m.body for m in inbox.wait_for(3)[1:]) == [b"level", b"timer"]
