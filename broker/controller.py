@@ -33,6 +33,7 @@ from broker.processors.admin import AdminBrokerProcessor
 from broker.processors.client_manage import ClientManageProcessor
 from broker.processors.consumer_manage import ConsumerManageProcessor
 from broker.processors.context import BrokerContext
+from broker.processors.end_transaction import EndTransactionProcessor
 from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor
 from broker.processors.reply import ReplyMessageProcessor
@@ -113,6 +114,15 @@ class BrokerController:
         ]
         for processor in self.processors:
             self._register_handlers(processor)
+        # Transactions and offset reset (issue 7), registered additively.
+        self.end_transaction_processor = EndTransactionProcessor(self.ctx)
+        self.register_processor(self.end_transaction_processor)
+        try:
+            from broker.processors.reset_offset import ResetOffsetProcessor
+        except ImportError:  # pragma: no cover - module not present
+            pass
+        else:
+            self.register_processor(ResetOffsetProcessor(self.ctx))
         self.hold_service = PullRequestHoldService(self.clock,
                                                    self.pull_processor.execute_when_wakeup)
         self.ctx.hold_service = self.hold_service
@@ -216,6 +226,7 @@ class BrokerController:
         if self.schedule is not None:
             self.schedule.load()
             self.schedule.start()
+        self.end_transaction_processor.start()
         self._every(CHANNEL_SCAN_PERIOD_S, self.scan_not_active_channels)
         self._every(FLUSH_CONSUMER_OFFSET_PERIOD_S, self.store.consumer_offsets.persist)
         period = max(getattr(self.config, "register_name_server_period", 30_000), 10_000)
@@ -275,6 +286,7 @@ class BrokerController:
         self._register_call = None
         await self.unregister_broker_all()
         self.hold_service.shutdown()
+        self.end_transaction_processor.stop()
         await self.stop_listening()
         await self.factory.close_all()
         await self.vip_factory.close_all()
