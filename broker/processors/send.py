@@ -69,6 +69,10 @@ _BOOL_FIELDS = {
 }
 
 
+#: Properties that make a message scheduled (DELAY level or an R5 timer).
+_SCHEDULE_KEYS = frozenset({"DELAY", "TIMER_DELAY_SEC", "TIMER_DELAY_MS", "TIMER_DELIVER_MS"})
+
+
 def client_key(conn: Any) -> str:
     """How a client is named in once-per-client warnings: its client id, else its address."""
     return getattr(conn, "client_id", None) or getattr(conn, "peer_addr", str(conn))
@@ -117,9 +121,10 @@ class SendMessageProcessor:
         return self._send_single(cmd, conn, header, ext)
 
     def _warn_misread_booleans(self, cmd: RemotingCommand, conn: Any) -> None:
+        ext = cmd.ext_fields
         for wire, name in _BOOL_FIELDS.get(cmd.code, ()):
-            raw = cmd.ext_fields.get(wire)
-            if raw is None or raw.lower() in ("true", "false"):
+            raw = ext.get(wire)
+            if raw is None or raw == "false" or raw == "true" or raw.lower() in ("true", "false"):
                 continue
             client = client_key(conn)
             what = "a batch" if name == "batch" else f"{name}={raw!r}"
@@ -255,6 +260,9 @@ class SendMessageProcessor:
 
     def _transform_scheduled(self, record: MessageRecord) -> None:
         """Timer properties → the timer topic (if the timer service runs); DELAY → schedule."""
+        props = record.properties
+        if not (_SCHEDULE_KEYS & props.keys()):
+            return  # the common case: nothing to reroute
         ctx = self.ctx
         if ctx.timer_service is not None:
             max_delay = int(ctx.setting("timer_max_delay_sec", 0) or 0)
