@@ -30,6 +30,7 @@ from broker.configs.base import TOPICS_JSON, config_file_path
 from broker.configs.topics import TopicConfigManager
 from broker.longpoll import PullRequestHoldService
 from broker.processors.admin import AdminBrokerProcessor
+from broker.processors.admin_consumer import AdminConsumerProcessor
 from broker.processors.client_manage import ClientManageProcessor
 from broker.processors.consumer_manage import ConsumerManageProcessor
 from broker.processors.context import BrokerContext
@@ -111,6 +112,7 @@ class BrokerController:
             QueryMessageProcessor(self.ctx),
             AdminBrokerProcessor(self.ctx, self.schedule_register),
             ReplyMessageProcessor(self.ctx),
+            AdminConsumerProcessor(self.ctx),
         ]
         for processor in self.processors:
             self._register_handlers(processor)
