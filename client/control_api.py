@@ -38,7 +38,8 @@ def _schema_rule() -> dict:
             "action": {"type": "string", "enum": list(ACTIONS)},
             "codes": {"type": "array", "items": {"type": ["integer", "string"]},
                       "description": "request codes (numbers or RequestCode names); omit for all"},
-            "target": {"type": "string", "enum": list(TARGETS), "default": "broker"},
+            "target": {"type": "string", "default": "broker",
+                       "description": f"one of {list(TARGETS)} or a broker's name"},
             "delay": {"type": "number", "description": "seconds (action delay)"},
             "error_code": {"type": ["integer", "string"], "default": "SYSTEM_BUSY",
                            "description": "response code or ResponseCode name (action error)"},
@@ -63,6 +64,9 @@ def _q(name: str, kind: str, desc: str) -> dict:
     return {"name": name, "in": "query", "required": False, "schema": {"type": kind},
             "description": desc}
 
+
+_BROKER_BODY = {"type": "object", "properties": {
+    "broker": {"type": "string", "description": "broker name (default: the first broker)"}}}
 
 OPENAPI: dict = {
     "openapi": "3.0.3",
@@ -92,19 +96,23 @@ OPENAPI: dict = {
                                _q("since", "integer", "only records with seq > since")]),
             "delete": _op("Forget recorded requests"),
         },
-        "/topics": {"get": _op("Topics with queue count and per-queue min/max offsets")},
+        "/topics": {"get": _op("Topics with queue count and per-queue min/max offsets",
+                               params=[_q("broker", "string", "broker name (default: first)")])},
         "/topics/{topic}": {"get": {**_op("One topic's queues"), "parameters": [
             {"name": "topic", "in": "path", "required": True, "schema": {"type": "string"}}]}},
         "/offsets": {"get": _op("Committed consumer offsets (optionally of one group) with lag",
-                                params=[_q("group", "string", "consumer group")])},
-        "/broker/stop": {"post": _op("Stop the broker, keeping its store")},
-        "/broker/start": {"post": _op("Start the broker again on its store")},
-        "/broker/restart": {"post": _op("Stop and start the broker")},
-        "/broker/unreachable": {"post": _op("Close the broker's ports and connections")},
-        "/broker/reachable": {"post": _op("Listen again on the broker's ports")},
+                                params=[_q("group", "string", "consumer group"),
+                                        _q("broker", "string", "broker name (default: first)")])},
+        "/broker/stop": {"post": _op("Stop a broker (default: the first), keeping its store",
+                                     _BROKER_BODY)},
+        "/broker/start": {"post": _op("Start a stopped broker again on its store", _BROKER_BODY)},
+        "/broker/restart": {"post": _op("Stop and start a broker", _BROKER_BODY)},
+        "/broker/unreachable": {"post": _op("Close a broker's ports and connections", _BROKER_BODY)},
+        "/broker/reachable": {"post": _op("Listen again on a broker's ports", _BROKER_BODY)},
         "/broker/close-connections": {"post": _op(
             "Close client connections", {"type": "object", "properties": {
-                "target": {"type": "string", "enum": ["broker", "namesrv"]}}})},
+                "target": {"type": "string", "enum": ["broker", "namesrv"]},
+                "broker": {"type": "string", "description": "only this broker"}}})},
         "/reset": {"post": _op("Remove fault rules and recorded requests")},
     },
 }
@@ -131,13 +139,19 @@ class ControlResource(resource.Resource):
             ("DELETE", "requests"): self.clear_requests,
             ("GET", "topics"): self.topics,
             ("GET", "offsets"): self.offsets,
-            ("POST", "broker/stop"): lambda req, body: self._done(cluster.stop_broker_async()),
-            ("POST", "broker/start"): lambda req, body: self._done(cluster.start_broker_async()),
-            ("POST", "broker/restart"): lambda req, body: self._done(cluster.restart_broker_async()),
-            ("POST", "broker/unreachable"): lambda req, body: self._done(cluster.make_unreachable_async()),
-            ("POST", "broker/reachable"): lambda req, body: self._done(cluster.make_reachable_async()),
+            ("POST", "broker/stop"): lambda req, body: self._done(
+                cluster.stop_broker_async(self._broker(body))),
+            ("POST", "broker/start"): lambda req, body: self._done(
+                cluster.start_broker_async(self._broker(body))),
+            ("POST", "broker/restart"): lambda req, body: self._done(
+                cluster.restart_broker_async(self._broker(body))),
+            ("POST", "broker/unreachable"): lambda req, body: self._done(
+                cluster.make_unreachable_async(self._broker(body))),
+            ("POST", "broker/reachable"): lambda req, body: self._done(
+                cluster.make_reachable_async(self._broker(body))),
             ("POST", "broker/close-connections"): lambda req, body: self._done(
-                cluster.close_connections_async((body or {}).get("target", "broker"))),
+                cluster.close_connections_async((body or {}).get("target", "broker"),
+                                                (body or {}).get("broker"))),
             ("POST", "reset"): self.reset,
         }
 
@@ -191,6 +205,12 @@ class ControlResource(resource.Resource):
         request.write(self._write(request, value, status))
         request.finish()
 
+    def _broker(self, body: Any) -> str | None:
+        name = (body or {}).get("broker")
+        if name is not None and name not in self.cluster.broker_addrs:
+            raise ApiError(404, f"no broker {name!r}")
+        return name
+
     @staticmethod
     def _done(d: defer.Deferred) -> defer.Deferred:
         return d.addCallback(lambda _: {"ok": True})
@@ -204,6 +224,8 @@ class ControlResource(resource.Resource):
     def health(self, request: Any, body: Any) -> dict:
         c = self.cluster
         return {"namesrv": c.namesrv_addr, "broker": c.broker_addr, "broker_running": c.broker is not None,
+                "brokers": [{"name": s.name, "addr": f"{c.host}:{s.port}", "running": s.running,
+                             "store": str(s.store_dir)} for s in c.slots],
                 "store": str(c.store_dir), "clock": self.clock(request, body)}
 
     def clock(self, request: Any, body: Any) -> dict:
@@ -256,8 +278,11 @@ class ControlResource(resource.Resource):
         self.cluster.faults.clear_records()
         return {"ok": True}
 
-    def _store(self) -> Any:
-        store = self.cluster.store
+    def _store(self, request: Any = None) -> Any:
+        name = self._query(request).get("broker") if request is not None else None
+        if name is not None and name not in self.cluster.broker_addrs:
+            raise ApiError(404, f"no broker {name!r}")
+        store = self.cluster.broker_store(name)
         if store is None:
             raise ApiError(404, "the broker is stopped")
         return store
@@ -283,19 +308,19 @@ class ControlResource(resource.Resource):
         return int(max(getattr(cfg, "read_queue_nums", 0), getattr(cfg, "write_queue_nums", 0)))
 
     def topics(self, request: Any, body: Any) -> list:
-        store = self._store()
+        store = self._store(request)
         return [{"topic": name, "queues": self._queues(store, name, self._nums(cfg))}
                 for name, cfg in sorted(self._topic_table(store).items())]
 
     def topic(self, request: Any, body: Any, name: str) -> dict:
-        store = self._store()
+        store = self._store(request)
         cfg = self._topic_table(store).get(name)
         if cfg is None:
             raise ApiError(404, f"no topic {name}")
         return {"topic": name, "queues": self._queues(store, name, self._nums(cfg))}
 
     def offsets(self, request: Any, body: Any) -> list:
-        store = self._store()
+        store = self._store(request)
         want = self._query(request).get("group")
         co = store.consumer_offsets
         table = getattr(co, "offset_table", None) or getattr(co, "table", None) or {}

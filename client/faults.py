@@ -6,7 +6,8 @@ objects (the broker's and the name server's) through their interceptor and obser
 * every incoming request is recorded (:class:`RequestRecord`: target, code, name, ext fields,
   body size, peer, broker-clock time and wall time), and, once answered, the response code and
   latency;
-* rules (:class:`FaultRule`) match by target and request code and act:
+* rules (:class:`FaultRule`) match by target ("broker" = every broker, "namesrv", "any", or one
+  broker by its name) and request code and act:
 
   ``drop``           the request is swallowed: not processed, never answered (client times out);
   ``drop_response``  the request is processed (a message IS stored) but no answer is sent;
@@ -92,11 +93,12 @@ class FaultRule:
     times: int | None = None
     hits: int = 0
 
-    def matches(self, target: str, code: int) -> bool:
-        """True if this rule applies to ``code`` arriving at ``target`` and has hits left."""
+    def matches(self, target: str, code: int, name: str | None = None) -> bool:
+        """True if this rule applies to ``code`` arriving at ``target`` (the broker called
+        ``name``) and has hits left."""
         if self.times is not None and self.hits >= self.times:
             return False
-        if self.target != "any" and self.target != target:
+        if self.target not in ("any", target, name):
             return False
         return self.codes is None or code in self.codes
 
@@ -114,6 +116,7 @@ class RequestRecord:
 
     seq: int
     target: str
+    server: str  # "namesrv" or the broker's name
     code: int
     name: str
     opaque: int
@@ -135,6 +138,7 @@ class RequestRecord:
 @dataclass
 class _Attachment:
     target: str
+    name: str
     dispatcher: RequestDispatcher
     interceptor: Any
     observer: Any
@@ -162,20 +166,29 @@ class FaultInjector:
         self.recording = True
 
     # --- attachment ---------------------------------------------------------------------------
-    def attach(self, target: str, dispatcher: RequestDispatcher) -> None:
-        """Hook into ``dispatcher`` as ``target`` ("broker" or "namesrv")."""
+    def attach(self, target: str, dispatcher: RequestDispatcher, name: str | None = None) -> None:
+        """Hook into ``dispatcher`` as ``target`` ("broker" or "namesrv"); ``name`` is the
+        broker's name (rules may target one broker by its name)."""
         if target not in ("broker", "namesrv"):
             raise ValueError(f"target must be broker or namesrv, got {target!r}")
+        server = name or target
 
         def interceptor(cmd: RemotingCommand, conn: Any) -> Any:
-            return self._intercept(target, dispatcher, interceptor, cmd, conn)
+            return self._intercept(target, server, dispatcher, interceptor, cmd, conn)
 
         def observer(event: RequestEvent) -> None:
-            self._observe(target, event)
+            self._observe(target, server, event)
 
         dispatcher.add_interceptor(interceptor)
         dispatcher.add_observer(observer)
-        self._attached.append(_Attachment(target, dispatcher, interceptor, observer))
+        self._attached.append(_Attachment(target, server, dispatcher, interceptor, observer))
+
+    def detach(self, name: str) -> None:
+        """Remove the hooks of the server called ``name`` (a broker's name or "namesrv")."""
+        for a in [a for a in self._attached if a.name == name]:
+            a.dispatcher.remove_interceptor(a.interceptor)
+            a.dispatcher.remove_observer(a.observer)
+            self._attached.remove(a)
 
     def detach_all(self) -> None:
         """Remove every hook."""
@@ -192,8 +205,8 @@ class FaultInjector:
         """Add a rule (see module docstring); returns it (its ``id`` removes it)."""
         if action not in ACTIONS:
             raise ValueError(f"action must be one of {ACTIONS}, got {action!r}")
-        if target not in TARGETS:
-            raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+        if not target or not isinstance(target, str):
+            raise ValueError(f"target must be one of {TARGETS} or a broker name, got {target!r}")
         if codes is None:
             code_set = None
         elif isinstance(codes, (int, str)):
@@ -253,12 +266,13 @@ class FaultInjector:
     # --- records ------------------------------------------------------------------------------
     def records(self, code: int | str | None = None, target: str | None = None,
                 since: int = 0) -> list[RequestRecord]:
-        """Recorded requests, optionally of one code / target, with ``seq > since``."""
+        """Recorded requests, optionally of one code / target ("broker", "namesrv" or a
+        broker's name), with ``seq > since``."""
         want = parse_code(code) if code is not None else None
         with self._lock:
             recs = list(self._records)
         return [r for r in recs if r.seq > since and (want is None or r.code == want)
-                and (target is None or r.target == target)]
+                and (target is None or target in (r.target, r.server))]
 
     def clear_records(self) -> None:
         """Forget recorded requests."""
@@ -271,11 +285,11 @@ class FaultInjector:
         self.clear_records()
 
     # --- hooks --------------------------------------------------------------------------------
-    def _observe(self, target: str, event: RequestEvent) -> None:
+    def _observe(self, target: str, server: str, event: RequestEvent) -> None:
         if not self.recording:
             return
         rec = RequestRecord(
-            next(self._seq), target, event.code, request_name(event.code), event.opaque,
+            next(self._seq), target, server, event.code, request_name(event.code), event.opaque,
             bool(event.flag & 2), dict(event.ext_fields), event.body_len,
             f"{event.peer[0]}:{event.peer[1]}", event.time, time.time(),
         )
@@ -295,19 +309,19 @@ class FaultInjector:
         pending = getattr(conn, "_rmq_emu_records", None)
         return pending.pop(cmd.opaque, None) if pending else None
 
-    def _match(self, target: str, code: int) -> FaultRule | None:
+    def _match(self, target: str, server: str, code: int) -> FaultRule | None:
         with self._lock:
             for rule in self._rules:
-                if rule.matches(target, code):
+                if rule.matches(target, code, server):
                     rule.hits += 1
                     return rule
         return None
 
-    def _intercept(self, target: str, dispatcher: RequestDispatcher, me: Any,
+    def _intercept(self, target: str, server: str, dispatcher: RequestDispatcher, me: Any,
                    cmd: RemotingCommand, conn: Any) -> Any:
         rec = self._record_for(conn, cmd)
         start = time.monotonic()
-        rule = self._match(target, cmd.code)
+        rule = self._match(target, server, cmd.code)
         if rule is not None:
             log.info("fault %s (rule %d) on %s %d from %s", rule.action, rule.id, target, cmd.code,
                      getattr(conn, "peer_addr", "?"))

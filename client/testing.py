@@ -28,6 +28,7 @@ import shutil
 import socket
 import tempfile
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -128,13 +129,43 @@ class MessageCollector:
         self.consumer.shutdown()
 
 
+@dataclass
+class BrokerSlot:
+    """One broker of the cluster: its name, port and store survive stop/start."""
+
+    name: str
+    port: int | None
+    store_dir: Path | None = None
+    controller: Any = None
+    config: Any = None
+
+    @property
+    def running(self) -> bool:
+        return self.controller is not None
+
+
+def _broker_names(first: str, count: int) -> list[str]:
+    names = [first]
+    i = 1
+    while len(names) < count:
+        candidate = f"broker-{chr(ord('a') + i)}" if i < 26 else f"broker-{i}"
+        if candidate not in names:
+            names.append(candidate)
+        i += 1
+    return names
+
+
 class EmbeddedCluster:
-    """Name server + broker in-process (see module docstring).
+    """Name server + broker(s) in-process (see module docstring).
 
     ``clock`` is ``"follow"`` (default), ``"manual"`` or a :class:`ControllableClock`.
+    ``brokers`` > 1 starts that many brokers (``broker-a``, ``broker-b``, ...) in the cluster;
+    ``broker``, ``broker_addr`` and ``store`` refer to the first, methods taking ``name`` to any.
     ``broker_config`` overrides BrokerConfig fields (snake_case, e.g.
-    ``{"message_delay_level": "1s 2s"}``); ``config`` is a whole BrokerConfig to start from. ``store_dir`` defaults to a temporary directory
-    removed at :meth:`stop` (kept if given). ``control_port`` also serves the HTTP control API.
+    ``{"message_delay_level": "1s 2s"}``); ``config`` is a whole BrokerConfig to start from.
+    ``store_dir`` defaults to a temporary directory removed at :meth:`stop` (kept if given);
+    with several brokers each has a sub-directory named after it.
+    ``control_port`` also serves the HTTP control API (:mod:`client.control_api`).
     """
 
     def __init__(
@@ -147,20 +178,27 @@ class EmbeddedCluster:
         cluster_name: str = "DefaultCluster",
         namesrv_port: int = 0,
         broker_port: int | None = None,
+        brokers: int = 1,
         broker_config: dict[str, Any] | None = None,
         control_port: int | None = None,
         config: Any = None,
         reactor: Any = None,
     ) -> None:
+        if brokers < 1:
+            raise ValueError("a cluster needs at least one broker")
         self.reactor = reactor if reactor is not None else default_reactor()
         self.clock = clock if isinstance(clock, ControllableClock) else ControllableClock(clock, self.reactor)
         self.host = host
         self._own_store = store_dir is None
         self._store_dir = Path(store_dir) if store_dir is not None else None
+        if config is not None:
+            broker_name = config.broker_name
+            cluster_name = config.broker_cluster_name
         self.broker_name = broker_name
         self.cluster_name = cluster_name
         self._namesrv_port = namesrv_port
-        self._broker_port = broker_port
+        self.slots = [BrokerSlot(name, broker_port if i == 0 else None)
+                      for i, name in enumerate(_broker_names(broker_name, brokers))]
         # A given BrokerConfig (rmq-emu up) is used as is; otherwise small test files.
         self.base_config = config
         self.broker_overrides = {} if config is not None else dict(TEST_BROKER_SETTINGS)
@@ -168,11 +206,8 @@ class EmbeddedCluster:
         self.control_port = control_port
         self.faults = FaultInjector(self.reactor)
         self.namesrv: Any = None
-        self.broker: Any = None
-        self.broker_config: Any = None
         self.control: Any = None
         self._clients: list[Any] = []
-        self._unreachable_ports: list[int] = []
         self.running = False
 
     # --- addresses ----------------------------------------------------------------------------
@@ -181,25 +216,54 @@ class EmbeddedCluster:
         """``host:port`` of the name server."""
         return f"{self.host}:{self._namesrv_port}"
 
+    def slot(self, name: str | None = None) -> BrokerSlot:
+        """The broker called ``name`` (the first if None)."""
+        if name is None:
+            return self.slots[0]
+        for slot in self.slots:
+            if slot.name == name:
+                return slot
+        raise KeyError(f"no broker {name!r} in this cluster ({[s.name for s in self.slots]})")
+
+    @property
+    def broker(self) -> Any:
+        """The first broker's BrokerController (None while it is stopped)."""
+        return self.slots[0].controller
+
+    @property
+    def broker_config(self) -> Any:
+        """The first broker's BrokerConfig."""
+        return self.slots[0].config
+
     @property
     def broker_addr(self) -> str:
-        """``host:port`` the broker is advertised at."""
-        return f"{self.host}:{self._broker_port}"
+        """``host:port`` the first broker is advertised at."""
+        return f"{self.host}:{self.slots[0].port}"
+
+    @property
+    def broker_addrs(self) -> dict[str, str]:
+        """Broker name -> advertised ``host:port``."""
+        return {s.name: f"{self.host}:{s.port}" for s in self.slots}
 
     @property
     def store_dir(self) -> Path:
-        """The broker's store root."""
+        """The store root (the first broker's store with one broker)."""
         assert self._store_dir is not None, "the cluster is not started"
         return self._store_dir
 
     @property
     def store(self) -> Any:
-        """The broker's MessageStore (None while the broker is stopped)."""
-        return getattr(self.broker, "store", None) if self.broker is not None else None
+        """The first broker's MessageStore (None while it is stopped)."""
+        return self.broker_store()
+
+    def broker_store(self, name: str | None = None) -> Any:
+        """The MessageStore of the broker called ``name`` (None while it is stopped)."""
+        controller = self.slot(name).controller
+        return getattr(controller, "store", None) if controller is not None else None
 
     # --- lifecycle (Twisted) ---------------------------------------------------------------------
     def start_async(self) -> defer.Deferred:
-        """Start name server, broker (and control API); fires with self."""
+        """Start name server, brokers (and control API); fires with self."""
         return defer.ensureDeferred(self._start())
 
     async def _start(self) -> EmbeddedCluster:
@@ -211,9 +275,12 @@ class EmbeddedCluster:
         await self.namesrv.start()
         self._namesrv_port = self.namesrv.port
         self.faults.attach("namesrv", self.namesrv.dispatcher)
-        if self._broker_port is None:
-            self._broker_port = free_broker_port(self.host)
-        await self._start_broker()
+        for slot in self.slots:
+            if slot.port is None:
+                slot.port = free_broker_port(self.host)
+            if slot.store_dir is None:
+                slot.store_dir = self.store_dir if len(self.slots) == 1 else self.store_dir / slot.name
+            await self._start_broker(slot)
         if self.control_port is not None:
             from client.control_api import serve_control_api
 
@@ -223,7 +290,7 @@ class EmbeddedCluster:
         self.running = True
         return self
 
-    def _make_config(self) -> Any:
+    def _make_config(self, slot: BrokerSlot) -> Any:
         import copy
 
         from broker.config import BrokerConfig
@@ -232,23 +299,24 @@ class EmbeddedCluster:
             cfg = copy.copy(self.base_config)
         else:
             cfg = BrokerConfig()
-            cfg.broker_name = self.broker_name
             cfg.broker_cluster_name = self.cluster_name
-        cfg.listen_port = self._broker_port
+        cfg.broker_name = slot.name
+        cfg.listen_port = slot.port
         cfg.namesrv_addr = self.namesrv_addr
-        cfg.store_path_root_dir = str(self.store_dir)
+        cfg.store_path_root_dir = str(slot.store_dir)
         for key, value in self.broker_overrides.items():
             if not hasattr(cfg, key):
                 raise ValueError(f"BrokerConfig has no setting {key!r}")
             setattr(cfg, key, value)
         return cfg
 
-    async def _start_broker(self) -> None:
+    async def _start_broker(self, slot: BrokerSlot) -> None:
         from broker.controller import BrokerController
 
-        self.broker_config = self._make_config()
-        broker = BrokerController(self.broker_config, reactor=self.reactor, host=self.host,
-                                  clock=self.clock)
+        if slot.controller is not None:
+            return
+        slot.config = self._make_config(slot)
+        broker = BrokerController(slot.config, reactor=self.reactor, host=self.host, clock=self.clock)
         # Business time (store timestamps, delay levels, retries, timers) follows the
         # controllable clock; liveness stays in real time, so advancing hours neither expires
         # clients' channels and queue locks nor ends parked pulls or request timeouts.
@@ -258,13 +326,18 @@ class EmbeddedCluster:
         broker.hold_service.clock = self.reactor
         for factory in (broker.factory, broker.vip_factory):
             factory.clock = self.reactor
-        self.broker = broker
-        self.faults.attach("broker", broker.dispatcher)
-        self.faults.attach("broker", broker.vip_dispatcher)
-        await defer.maybeDeferred(broker.start)
+        slot.controller = broker
+        self.faults.attach("broker", broker.dispatcher, slot.name)
+        self.faults.attach("broker", broker.vip_dispatcher, slot.name)
+        try:
+            await defer.maybeDeferred(broker.start)
+        except Exception:
+            self.faults.detach(slot.name)
+            slot.controller = None
+            raise
 
     def stop_async(self) -> defer.Deferred:
-        """Stop clients made by the cluster, the broker (store flushed) and the name server."""
+        """Stop clients made by the cluster, the brokers (stores flushed) and the name server."""
         return defer.ensureDeferred(self._stop())
 
     async def _stop(self) -> None:
@@ -278,8 +351,8 @@ class EmbeddedCluster:
         if self.control is not None:
             await defer.maybeDeferred(self.control.stopListening)
             self.control = None
-        if self.broker is not None:
-            await self._stop_broker()
+        for slot in self.slots:
+            await self._stop_broker(slot)
         if self.namesrv is not None:
             await self.namesrv.stop()
             self.namesrv = None
@@ -289,13 +362,11 @@ class EmbeddedCluster:
         if self._own_store and self._store_dir is not None:
             shutil.rmtree(self._store_dir, ignore_errors=True)
 
-    async def _stop_broker(self) -> None:
-        broker, self.broker = self.broker, None
-        for a in list(self.faults._attached):
-            if a.target == "broker":
-                a.dispatcher.remove_interceptor(a.interceptor)
-                a.dispatcher.remove_observer(a.observer)
-                self.faults._attached.remove(a)
+    async def _stop_broker(self, slot: BrokerSlot) -> None:
+        broker, slot.controller = slot.controller, None
+        if broker is None:
+            return
+        self.faults.detach(slot.name)
         await defer.maybeDeferred(broker.stop)
 
     # --- lifecycle (blocking) --------------------------------------------------------------------
@@ -314,76 +385,83 @@ class EmbeddedCluster:
         self.stop()
 
     # --- broker faults ---------------------------------------------------------------------------
-    def stop_broker_async(self) -> defer.Deferred:
-        """Stop the broker, keeping its store (and ports reserved for :meth:`start_broker`)."""
-        return defer.ensureDeferred(self._stop_broker()) if self.broker else defer.succeed(None)
+    def stop_broker_async(self, name: str | None = None) -> defer.Deferred:
+        """Stop a broker (the first by default), keeping its store and port for a restart."""
+        return defer.ensureDeferred(self._stop_broker(self.slot(name)))
 
-    def start_broker_async(self) -> defer.Deferred:
-        """Start a broker again on the same store and ports."""
-        return defer.ensureDeferred(self._start_broker()) if self.broker is None else defer.succeed(None)
+    def start_broker_async(self, name: str | None = None) -> defer.Deferred:
+        """Start a stopped broker again on the same store and port."""
+        return defer.ensureDeferred(self._start_broker(self.slot(name)))
 
-    async def _restart(self) -> None:
-        if self.broker is not None:
-            await self._stop_broker()
-        await self._start_broker()
+    async def _restart(self, name: str | None) -> None:
+        slot = self.slot(name)
+        await self._stop_broker(slot)
+        await self._start_broker(slot)
 
-    def restart_broker_async(self) -> defer.Deferred:
-        """Stop and start the broker on its store."""
-        return defer.ensureDeferred(self._restart())
+    def restart_broker_async(self, name: str | None = None) -> defer.Deferred:
+        """Stop and start a broker on its store."""
+        return defer.ensureDeferred(self._restart(name))
 
-    def stop_broker(self) -> None:
+    def stop_broker(self, name: str | None = None) -> None:
         """Blocking :meth:`stop_broker_async`."""
-        run_blocking(self.stop_broker_async, timeout=60)
+        run_blocking(self.stop_broker_async, name, timeout=60)
 
-    def start_broker(self) -> None:
+    def start_broker(self, name: str | None = None) -> None:
         """Blocking :meth:`start_broker_async`."""
-        run_blocking(self.start_broker_async, timeout=60)
+        run_blocking(self.start_broker_async, name, timeout=60)
 
-    def restart_broker(self) -> None:
+    def restart_broker(self, name: str | None = None) -> None:
         """Blocking :meth:`restart_broker_async`."""
-        run_blocking(self.restart_broker_async, timeout=60)
-
-    def close_connections_async(self, target: str = "broker") -> defer.Deferred:
-        """Close every client connection to the broker (or ``"namesrv"``); clients reconnect."""
-        server = self.broker if target == "broker" else self.namesrv
-        if server is None:
-            return defer.succeed(None)
-        return defer.DeferredList([defer.maybeDeferred(f.close_all) for f in self._factories(server)])
-
-    def close_connections(self, target: str = "broker") -> None:
-        """Blocking :meth:`close_connections_async`."""
-        run_blocking(self.close_connections_async, target, timeout=30)
+        run_blocking(self.restart_broker_async, name, timeout=60)
 
     @staticmethod
     def _factories(server: Any) -> list[Any]:
-        return [f for name in ("factory", "vip_factory") if (f := getattr(server, name, None))]
+        return [f for attr in ("factory", "vip_factory") if (f := getattr(server, attr, None))]
 
-    def make_unreachable_async(self) -> defer.Deferred:
-        """Stop listening on the broker's ports and drop its connections: connects are refused
+    def close_connections_async(self, target: str = "broker", name: str | None = None) -> defer.Deferred:
+        """Close every client connection to ``target`` ("broker": all brokers, or the one
+        called ``name``; "namesrv"); clients reconnect on their next request."""
+        if target == "namesrv":
+            servers = [self.namesrv] if self.namesrv is not None else []
+        elif name is not None or target not in ("broker", "any"):
+            servers = [self.slot(name or target).controller]
+        else:
+            servers = [s.controller for s in self.slots]
+        waits = [defer.maybeDeferred(f.close_all) for srv in servers if srv is not None
+                 for f in self._factories(srv)]
+        return defer.DeferredList(waits)
+
+    def close_connections(self, target: str = "broker", name: str | None = None) -> None:
+        """Blocking :meth:`close_connections_async`."""
+        run_blocking(self.close_connections_async, target, name, timeout=30)
+
+    def make_unreachable_async(self, name: str | None = None) -> defer.Deferred:
+        """Stop listening on a broker's ports and drop its connections: connects are refused
         until :meth:`make_reachable`. The broker keeps running (timers, store)."""
-        return defer.ensureDeferred(self._unreachable())
+        return defer.ensureDeferred(self._unreachable(name))
 
-    async def _unreachable(self) -> None:
-        broker = self.broker
+    async def _unreachable(self, name: str | None) -> None:
+        broker = self.slot(name).controller
         if broker is None:
             return
         await defer.maybeDeferred(broker.stop_listening)
         for factory in self._factories(broker):
             await factory.close_all()
 
-    def make_reachable_async(self) -> defer.Deferred:
-        """Listen again on the broker's ports (undo :meth:`make_unreachable`)."""
-        if self.broker is None:
+    def make_reachable_async(self, name: str | None = None) -> defer.Deferred:
+        """Listen again on a broker's ports (undo :meth:`make_unreachable`)."""
+        broker = self.slot(name).controller
+        if broker is None:
             return defer.succeed(None)
-        return defer.maybeDeferred(self.broker.start_listening)
+        return defer.maybeDeferred(broker.start_listening)
 
-    def make_unreachable(self) -> None:
+    def make_unreachable(self, name: str | None = None) -> None:
         """Blocking :meth:`make_unreachable_async`."""
-        run_blocking(self.make_unreachable_async, timeout=30)
+        run_blocking(self.make_unreachable_async, name, timeout=30)
 
-    def make_reachable(self) -> None:
+    def make_reachable(self, name: str | None = None) -> None:
         """Blocking :meth:`make_reachable_async`."""
-        run_blocking(self.make_reachable_async, timeout=30)
+        run_blocking(self.make_reachable_async, name, timeout=30)
 
     # --- clients (blocking facade) ---------------------------------------------------------------
     def _track(self, client: Any) -> Any:
@@ -440,11 +518,14 @@ class EmbeddedCluster:
         """A blocking admin client."""
         return self._track(BlockingAdmin(self.namesrv_addr))
 
-    def create_topic(self, topic: str, queue_nums: int = 4, **kw: Any) -> None:
-        """Create ``topic`` on the broker (blocking)."""
+    def create_topic(self, topic: str, queue_nums: int = 4, *, broker: str | None = None,
+                     **kw: Any) -> None:
+        """Create ``topic`` on every running broker, or on the one called ``broker`` (blocking)."""
+        names = [broker] if broker is not None else [s.name for s in self.slots if s.running]
         admin = BlockingAdmin(self.namesrv_addr)
         try:
-            admin.create_topic(topic, queue_nums, broker_addr=self.broker_addr, **kw)
+            for name in names:
+                admin.create_topic(topic, queue_nums, broker_addr=self.broker_addrs[name], **kw)
         finally:
             admin.shutdown()
 
