@@ -10,8 +10,7 @@ import pytest
 
 from client.message import Message, decode_messages
 from client.push_consumer import BROADCASTING, ConsumeStatus
-from client.testing import _unique as unique
-from client.testing import wait_until
+from client.testing import unique, wait_until
 
 
 def make_topic(cluster, queues: int = 4) -> str:

@@ -7,7 +7,7 @@ import pytest_twisted
 from broker.message import decode_offset_msg_id
 from client.message import Message, MessageQueue, SendStatus
 from client.producer import Producer
-from client.testing import _unique as unique
+from client.testing import unique
 
 
 def pull_all(cluster, topic: str, expected: int, expression: str = "*"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from client.message import Message, SendStatus
-from client.testing import _unique as unique
+from client.testing import unique
 
 pytestmark = pytest.mark.rocketmq(brokers=2)
 

@@ -6,8 +6,7 @@ import pytest
 from twisted.internet import defer
 
 from client.message import Message
-from client.testing import _unique as unique
-from client.testing import wait_until
+from client.testing import unique, wait_until
 
 
 @pytest.mark.rocketmq(clock="manual")

@@ -11,7 +11,7 @@ import pytest
 
 from client.blocking import run_blocking
 from client.message import Message, MQBrokerError
-from client.testing import _unique as unique
+from client.testing import unique
 
 pytestmark = pytest.mark.rocketmq(control_port=0)
 

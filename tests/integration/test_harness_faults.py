@@ -7,8 +7,7 @@ import time
 import pytest
 
 from client.message import Message, MQBrokerError, MQClientError, SendStatus
-from client.testing import _unique as unique
-from client.testing import wait_until
+from client.testing import unique, wait_until
 
 
 def ready(cluster, **kw):

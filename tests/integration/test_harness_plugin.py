@@ -7,7 +7,7 @@ import pytest_twisted
 
 from client.message import Message
 from client.producer import Producer
-from client.testing import _unique as unique
+from client.testing import unique
 
 
 def test_rocketmq_fixture_is_a_running_cluster(rocketmq):
