@@ -39,6 +39,7 @@ class PullRequest:
     suspend_ms: int
     timeout_ms: int
     subscription: Any = None
+    wake_on_arrival: bool = True
     deferred: defer.Deferred = field(default_factory=defer.Deferred)
     timer: Any = None
 
@@ -71,11 +72,16 @@ class PullRequestHoldService:
         pull_from_offset: int,
         timeout_ms: int,
         subscription: Any = None,
+        wake_on_arrival: bool = True,
     ) -> defer.Deferred:
-        """Park a pull; the Deferred fires with its response (or None if its connection closes)."""
+        """Park a pull; the Deferred fires with its response (or None if its connection closes).
+
+        ``wake_on_arrival=False`` is short polling (``longPollingEnable=false``): RocketMQ then
+        does not signal arrivals, so the pull waits its whole (short) timeout.
+        """
         now_ms = int(self.clock.seconds() * 1000)
         req = PullRequest(cmd, conn, topic, queue_id, pull_from_offset, now_ms, timeout_ms,
-                          subscription)
+                          subscription, wake_on_arrival)
         if self._stopped:
             self._wake(req)
             return req.deferred
@@ -102,7 +108,8 @@ class PullRequestHoldService:
         keep: list[PullRequest] = []
         wake: list[PullRequest] = []
         for req in waiting:
-            if max_offset > req.pull_from_offset and req.matches(tags_code):
+            if req.wake_on_arrival and max_offset > req.pull_from_offset and \
+                    req.matches(tags_code):
                 wake.append(req)
             else:
                 keep.append(req)

@@ -165,12 +165,13 @@ class PullMessageProcessor:
             return cmd.response(code, status, ext, b"".join(result.messages))
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and has_suspend:
             timeout = h.suspend_timeout_millis
-            if not ctx.setting("long_polling_enable", True):
+            long_polling = ctx.setting("long_polling_enable", True)
+            if not long_polling:
                 timeout = ctx.setting("short_polling_time_mills", 1000)
             if ctx.hold_service is not None:
                 return ctx.hold_service.suspend(
                     cmd, conn, topic, queue_id, h.queue_offset, timeout,
-                    None if tags_filter is None else sub)
+                    None if tags_filter is None else sub, wake_on_arrival=long_polling)
         if code == ResponseCode.PULL_OFFSET_MOVED:
             log.warning("PULL_OFFSET_MOVED: correction offset. topic=%s, groupId=%s, "
                         "queueId=%d, requestOffset=%d, newOffset=%s, status=%s", topic, group,

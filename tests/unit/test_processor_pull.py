@@ -233,3 +233,19 @@ def test_commit_offset_is_not_applied_again_on_wakeup(ctx, pull, send):
     ctx.consumer_offsets.commit_offset("x", "cg", "P10", 0, 0)
     send("P10")
     assert ctx.consumer_offsets.query_offset("cg", "P10", 0) == 0
+
+
+def test_short_polling_waits_its_timeout_even_if_a_message_arrives(tmp_path):
+    """longPollingEnable=false: held for shortPollingTimeMills, not woken by arrivals."""
+    ctx = make_context(tmp_path, long_polling_enable=False, short_polling_time_mills=1000)
+    pull = PullMessageProcessor(ctx)
+    attach_long_polling(ctx, pull)
+    send = SendMessageProcessor(ctx)
+    send.process_send(send_v2("S"), FakeConn())
+    got = []
+    pull.process(pull_cmd("S", 0, 1, suspend_ms=15000), FakeConn()).addCallback(got.append)
+    send.process_send(send_v2("S"), FakeConn())
+    assert got == []
+    ctx.clock.advance(1.0)
+    assert got[0].code == ResponseCode.SUCCESS
+    ctx.store.shutdown()
