@@ -100,7 +100,7 @@ async def pull(
         "suspendTimeoutMillis": str(suspend_ms),
         "subscription": sub.expression,
         "subVersion": str(sub.sub_version),
-        "expressionType": "TAG",
+        "expressionType": getattr(sub, "expression_type", "TAG"),
         "bname": mq.broker_name,
     }
     resp = await _call(instance, mq, RequestCode.PULL_MESSAGE, ext, timeout=timeout)

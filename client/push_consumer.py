@@ -151,9 +151,15 @@ class PushConsumer:
         return self.instance.client_id
 
     # --- configuration ------------------------------------------------------------------------
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Consume ``topic`` messages whose tag matches ``expression`` (``"*"``, ``"a || b"``)."""
-        self.subscriptions[topic] = Subscription.build(topic, expression, int(time.time() * 1000))
+    def subscribe(self, topic: str, expression: str = "*", expression_type: str = "TAG") -> None:
+        """Consume ``topic`` messages whose tag matches ``expression`` (``"*"``, ``"a || b"``),
+        or, with ``expression_type="SQL92"``, whose properties satisfy the SQL92 expression
+        (``MessageSelector.bySql``; the broker needs ``enablePropertyFilter=true``)."""
+        version = int(time.time() * 1000)
+        if expression_type != "TAG":
+            self.subscriptions[topic] = Subscription.build_sql92(topic, expression, version)
+            return
+        self.subscriptions[topic] = Subscription.build(topic, expression, version)
 
     def register_listener(self, listener: Callable[..., Any]) -> None:
         """Set the message listener."""
@@ -197,6 +203,16 @@ class PushConsumer:
                 await self.instance.update_route(topic)
             except Exception as exc:
                 log.debug("route of %s: %s", topic, exc)
+        # checkClientInBroker (CHECK_CLIENT_CONFIG for SQL92) and the 220/221 handlers.
+        from client import offset_reset, sql_filter
+
+        offset_reset.install(self.instance)
+        try:
+            await sql_filter.check_client_in_broker(self)
+        except Exception:
+            self.running = False
+            self.instance.consumers.pop(self.group, None)
+            raise
         await self.instance.send_heartbeat_to_all_brokers()
         for interval, fn in (
             (self.rebalance_interval, self.rebalance),

@@ -64,6 +64,8 @@ class Subscription:
     sub_version: int = 0
     tags: list[str] = field(default_factory=list)
     codes: list[int] = field(default_factory=list)
+    #: ``TAG`` or ``SQL92`` (``MessageSelector.bySql``; evaluated by the broker).
+    expression_type: str = "TAG"
 
     @classmethod
     def build(cls, topic: str, expression: str | None, sub_version: int) -> Subscription:
@@ -74,9 +76,14 @@ class Subscription:
         tags = [t.strip() for t in expr.split("||") if t.strip()]
         return cls(topic, expr, sub_version, tags, [java_string_hash(t) for t in tags])
 
+    @classmethod
+    def build_sql92(cls, topic: str, expression: str, sub_version: int) -> Subscription:
+        """A SQL92 subscription: no tags, the broker filters by message properties."""
+        return cls(topic, expression, sub_version, expression_type="SQL92")
+
     def matches(self, tag: str | None) -> bool:
         """Client-side exact tag filter (``PullAPIWrapper.processPullResult``)."""
-        if self.expression == SUB_ALL:
+        if self.expression == SUB_ALL or self.expression_type != "TAG":
             return True
         return tag is not None and tag in self.tags
 
@@ -85,7 +92,7 @@ class Subscription:
         return {
             "classFilterMode": False,
             "codeSet": self.codes,
-            "expressionType": "TAG",
+            "expressionType": self.expression_type,
             "subString": self.expression,
             "subVersion": self.sub_version,
             "tagsSet": self.tags,
