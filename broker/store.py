@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 
 from broker.commitlog.checkpoint import StoreCheckpoint
 from broker.commitlog.commitlog import CommitLog, CommitLogError
@@ -38,15 +37,11 @@ from broker.commitlog.results import (
     PutMessageResult,
     PutMessageStatus,
 )
+from broker.commitlog.store_dispatch import StoreDispatch
 from broker.commitlog.store_reader import StoreReader
 from broker.config_files import open_config_managers
 from broker.consumequeue.store import ConsumeQueueStore
 from broker.index.service import IndexService
-from broker.message import (
-    PROPERTY_KEYS,
-    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
-    RMQ_SYS_SCHEDULE_TOPIC,
-)
 from broker.schedule.delay_level_service import schedule_tags_code
 from broker.schedule.delay_levels import DelayLevels
 from broker.store_config import MessageStoreConfig
@@ -68,16 +63,16 @@ _TX_MASK = 0xC
 _PREPARED = 0x4
 _ROLLBACK = 0xC
 _INDEX_DRAIN_LIMIT = 50_000
-_UNIT = struct.Struct(">qiq")  # consume-queue unit, as broker.consumequeue.unit.UNIT_STRUCT
 _tuple_new = tuple.__new__
 _APPEND_OK = AppendMessageStatus.PUT_OK
 _PUT_OK = PutMessageStatus.PUT_OK
 
 
-class MessageStore(StoreReader):
+class MessageStore(StoreReader, StoreDispatch):
     """The store. ``clock`` is an ``IReactorTime`` (store timestamps are
     ``int(clock.seconds() * 1000)``); ``reactor`` (optional) runs the flush and retention
-    timers and SYNC_FLUSH group commits. Read methods live in :class:`StoreReader`."""
+    timers and SYNC_FLUSH group commits. Read methods live in :class:`StoreReader`, dispatch
+    in :class:`StoreDispatch`."""
 
     def __init__(self, config: MessageStoreConfig, clock, reactor=None) -> None:
         self.config = config
@@ -277,7 +272,9 @@ class MessageStore(StoreReader):
 
     def put_messages(self, records: list[MessageRecord]) -> PutMessageResult:
         """Append a batch of one (topic, queueId) with consecutive queue offsets; the result's
-        ``append.msg_id`` is the comma-joined offset ids."""
+        ``append.msg_id`` is the comma-joined offset ids, ``append.offsets`` each record's
+        commitlog offset. Unlike :meth:`put_message`, the records' own store fields
+        (queue_offset, physical_offset...) may be left unset: read them from the result."""
         if not records:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         for r in records:
@@ -291,98 +288,14 @@ class MessageStore(StoreReader):
             return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED)
         if res.status is not AppendMessageStatus.PUT_OK:
             return PutMessageResult(_APPEND_TO_PUT[res.status], res)
-        for r in records:
-            self._dispatch(r)
-        return PutMessageResult(PutMessageStatus.PUT_OK, res, self.flush_service.on_append())
-
-    # --- dispatch -----------------------------------------------------------------------------
-    def tags_code_of(self, record: MessageRecord) -> int:
-        """The consume-queue tagsCode: the TAGS hash, or the deliver time for the schedule
-        topic (``CommitLog.checkMessageAndReturnSize``)."""
-        if record.topic == RMQ_SYS_SCHEDULE_TOPIC:
-            return self.schedule_tags_code(record, self.delay_levels)
-        return self.commitlog.encoder.tags_code(record.properties.get("TAGS"))
-
-    def _dispatch(self, record: MessageRecord) -> None:
-        """Consume-queue unit (synchronously), listeners, index entry (queued)."""
-        tx = record.sys_flag & _TX_MASK
-        ts = record.store_timestamp
-        topic = record.topic
-        props = record.properties
-        if tx != _PREPARED and tx != _ROLLBACK:
-            if topic == RMQ_SYS_SCHEDULE_TOPIC:
-                tags = self.schedule_tags_code(record, self.delay_levels)
-            else:
-                tag = props.get("TAGS")
-                tags = (self._tag_codes.get(tag) or self.commitlog.encoder.tags_code(tag)
-                        ) if tag else 0
-            qid = record.queue_id
-            key = (topic, qid)
-            cq = self._cq_cache.get(key)
-            if cq is None:
-                cq = self._cq_cache[key] = self.consume_queues.find_or_create(topic, qid)
-            if not self._cq_put_fast(cq, record, tags):
-                cq.put(record.queue_offset, record.physical_offset, record.total_size, tags)
-            if self._listeners:
-                for fn in self._listeners:
-                    try:
-                        fn(topic, qid, record.queue_offset, tags, record)
-                    except Exception:
-                        log.exception("arrival listener %r failed", fn)
-        if self.index is not None and tx != _ROLLBACK:
-            keys = props.get(PROPERTY_KEYS)
-            uniq = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-            if keys or uniq:
-                pending = self._index_pending
-                pending.append((topic, keys, uniq, record.physical_offset, ts))
-                if len(pending) >= self.index_drain_limit:
-                    self._drain_index()
-                elif self._index_call is None and self.reactor is not None and self.running:
-                    self._index_call = self.reactor.callLater(0, self._drain_index)
-        self.last_dispatched_timestamp = ts
-
-    @staticmethod
-    def _cq_put_fast(cq, record: MessageRecord, tags: int) -> bool:
-        """Write the unit straight into the queue's last file when this is the plain case of
-        ``ConsumeQueue.put`` (next expected offset, room in the file, not yet written); False
-        leaves every other case (pre-blank fill, gaps, duplicates, new file) to ``put``."""
-        files = cq.mfq.files
-        if not files:
-            return False
-        mf = files[-1]
-        pos = mf.wrote_position
-        phy = record.physical_offset
-        size = record.total_size
-        if (
-            pos + 20 > mf.file_size
-            or mf.file_from_offset + pos != record.queue_offset * 20
-            or phy + size <= cq.max_physic_offset
-            or mf.first_create_in_queue and pos == 0
-        ):
-            return False
-        _UNIT.pack_into(mf.mm, pos, phy, size, tags)
-        mf.wrote_position = pos + 20
-        cq.max_physic_offset = phy + size
-        return True
-
-    def _drain_index(self) -> None:
-        self._index_call = None
-        pending, self._index_pending = self._index_pending, []
-        index = self.index
-        if index is None:
-            return
-        for topic, keys, uniq, offset, ts in pending:
-            index.build_index(topic, keys, uniq, offset, ts)
-
-    def add_arrival_listener(self, fn) -> None:
-        """``fn(topic, queue_id, queue_offset, tags_code, record)`` after each record reaches
-        its consume queue (long polling, schedule services)."""
-        self._listeners.append(fn)
-
-    def remove_arrival_listener(self, fn) -> None:
-        """Undo :meth:`add_arrival_listener`."""
-        if fn in self._listeners:
-            self._listeners.remove(fn)
+        stamp = self.commitlog.last_batch_stamp
+        if stamp is None or not self._dispatch_batch(stamp):
+            if stamp is not None:
+                stamp.apply()
+            for r in records:
+                self._dispatch(r)
+        fs = self.flush_service
+        return _tuple_new(PutMessageResult, (_PUT_OK, res, fs.on_append() if fs.active else None))
 
     # --- durability / retention ---------------------------------------------------------------
     def _after_commitlog_flush(self) -> None:

@@ -21,6 +21,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 
+from broker.commitlog.batch import append_batch_fast
 from broker.commitlog.encoder import PropertiesTooLong, RecordEncoder
 from broker.commitlog.mapped_file import MappedFile, MappedFileError
 from broker.commitlog.mapped_file_queue import MappedFileQueue
@@ -80,6 +81,9 @@ class CommitLog:
         self.encoder = RecordEncoder()
         #: Store timestamp of the newest appended record (for the checkpoint).
         self.last_store_timestamp = 0
+        #: After :meth:`append_batch` took the fast path: a ``BatchStamp`` whose ``apply()``
+        #: sets the records' store fields (left unset until needed); None otherwise.
+        self.last_batch_stamp = None
 
     # --- lifecycle ----------------------------------------------------------------------------
     def load(self) -> bool:
@@ -243,6 +247,11 @@ class CommitLog:
         queue offsets (``CommitLog.putMessages`` / ``doAppend(MessageExtBatch)``)."""
         if not records:
             return AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR, error="empty batch")
+        self.last_batch_stamp = None
+        fast = append_batch_fast(self, records)
+        if fast is not None:
+            res, self.last_batch_stamp = fast
+            return res
         enc = self.encoder
         try:
             preps = [enc.prepare(r) for r in records]

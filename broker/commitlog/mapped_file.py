@@ -26,6 +26,8 @@ import os
 log = logging.getLogger(__name__)
 
 OS_PAGE_SIZE = 4096
+#: Suffix of a file being created (renamed to its store name once preallocated).
+TMP_SUFFIX = ".creating"
 #: Linux ``MADV_POPULATE_WRITE`` (5.14+): prefault every page writable in one call.
 _MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)
 _ZERO_CHUNK = bytes(1 << 20)
@@ -79,8 +81,12 @@ class MappedFile:
         exists = os.path.exists(path)
         if not exists and not create:
             raise MappedFileError("store file does not exist", path, err=errno.ENOENT)
+        # A new file is built under a temporary name and renamed once preallocated, so a crash
+        # during creation never leaves a short file under a store name.
+        open_path = path if exists else path + TMP_SUFFIX
         try:
-            fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
+            fd = os.open(open_path, os.O_RDWR | (os.O_CREAT | os.O_TRUNC if not exists else 0),
+                         0o644)
         except OSError as exc:
             raise MappedFileError(
                 f"cannot open store file ({exc.strerror})", path, err=exc.errno or 0
@@ -96,10 +102,15 @@ class MappedFile:
             if fresh:
                 _preallocate(fd, file_size, path)
             self.mm = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        except BaseException:
+            if not exists:
+                os.rename(open_path, path)
+        except BaseException as exc:
             os.close(fd)
             if not exists:
-                _silent_unlink(path)
+                _silent_unlink(open_path)
+            if isinstance(exc, OSError) and not isinstance(exc, MappedFileError):
+                raise MappedFileError(f"cannot create store file ({exc.strerror})", path,
+                                      err=exc.errno or 0) from exc
             raise
         self._fd = fd
         if fresh and warm:

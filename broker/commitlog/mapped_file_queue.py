@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable
 
 from broker.commitlog.mapped_file import (
+    TMP_SUFFIX,
     MappedFile,
     MappedFileError,
     is_store_file_name,
@@ -51,13 +52,24 @@ class MappedFileQueue:
         if not os.path.isdir(self.store_path):
             return True
         names = sorted(os.listdir(self.store_path))
+        store_names = [n for n in names if is_store_file_name(n)]
         for name in names:
+            if name.endswith(TMP_SUFFIX):  # a creation a crash interrupted: never held data
+                log.warning("removing %s: unfinished file creation",
+                            os.path.join(self.store_path, name))
+                os.unlink(os.path.join(self.store_path, name))
+                continue
             if not is_store_file_name(name):
                 log.warning("ignoring %s: not a store file name",
                             os.path.join(self.store_path, name))
                 continue
             path = os.path.join(self.store_path, name)
             size = os.path.getsize(path)
+            if size == 0 and name == store_names[-1]:
+                # Created by an older build (no temporary name) and cut short by a crash.
+                log.warning("removing %s: empty last file (interrupted creation)", path)
+                os.unlink(path)
+                continue
             if size != self.mapped_file_size:
                 raise MappedFileError(
                     f"store file has size {size}, expected {self.mapped_file_size}"

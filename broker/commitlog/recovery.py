@@ -15,6 +15,9 @@ to throw acknowledged data away:
 
 * a record whose framing is intact but whose body CRC is wrong, followed by more records, is
   kept and reported in ``corrupt_offsets`` (the store never serves it);
+* a negative TOTALSIZE in front of a record's magic is a batch written but never published
+  (``batch.append_batch_fast`` packs ``-batch_bytes`` there until the batch is in place): that
+  whole extent goes;
 * a record with broken framing (wrong magic, impossible length), or the end of the records,
   with a valid (CRC-checked) record somewhere after it stops recovery with
   :class:`RecoveryError` naming the file and offset: only bytes with no valid record after them
@@ -70,8 +73,9 @@ def check_record(mm, pos: int, limit: int, check_crc: bool) -> int:
     size, magic = struct.unpack_from(">ii", mm, pos)
     if magic == BLANK_MAGIC_CODE:
         return BLANK
-    if size == 0:
-        return END  # zeros, or a record whose writer died before publishing its TOTALSIZE
+    if size == 0 or size < 0 and magic in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
+        # zeros, a record whose header was never written, or a batch never published
+        return END
     if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
         raise BadRecord(f"wrong magic {magic & 0xFFFFFFFF:#010x}")
     if size < _MIN_RECORD or pos + size > limit:
@@ -192,7 +196,13 @@ def scan(commitlog: CommitLog, start_index: int, check_crc: bool) -> RecoveryRes
             continue
         where = mf.file_from_offset + pos
         if r == END:
-            later = _valid_record_after(files, idx, pos)
+            after = pos
+            if pos + 8 <= mf.file_size:
+                size, magic = struct.unpack_from(">ii", mf.mm, pos)
+                if size < 0 and magic in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
+                    # An unpublished batch announces its own extent (batch.append_batch_fast).
+                    after = min(pos - size, mf.file_size) - 1
+            later = _valid_record_after(files, idx, after)
             if later is not None:
                 raise RecoveryError(
                     f"records stop here but a valid record follows at offset {later}; "

@@ -16,7 +16,6 @@ import time
 from twisted.internet.task import Clock
 
 from broker.commitlog.record import MESSAGE_MAGIC_CODE, decode_record
-from broker.message import decode_offset_msg_id
 from broker.store import GetMessageStatus, MessageStore, MessageStoreConfig
 
 CHILD = textwrap.dedent(
@@ -31,21 +30,28 @@ CHILD = textwrap.dedent(
         mapped_file_size_consume_queue=20 * 100, flush_disk_type="SYNC_FLUSH",
         max_hash_slot_num=1000, max_index_num=4000)
     store = MessageStore(cfg, reactor, reactor)
-    assert store.load()
+    assert store.load(), store.load_error
     store.start()
-    counter = iter(range(10 ** 9))
+    start = int(sys.argv[2])
+    counter = iter(range(start, 10 ** 9))
 
-    def acked(status, i, res):
+    def rec(i, qid):
+        return MessageRecord(topic="CrashT", queue_id=qid, body=f"msg-{i}".encode() * 20,
+                             properties={"UNIQ_KEY": f"U{i:08d}", "TAGS": "t"})
+
+    def acked(status, ids, qid, res):
         a = res.append
-        print(f"ACK {i} {a.wrote_offset} {a.queue_offset} {a.msg_id} {status.name}", flush=True)
+        for k, (i, off) in enumerate(zip(ids, a.offsets)):
+            print(f"ACK {i} {off} {a.queue_offset + k} {qid} {status.name}", flush=True)
 
     def burst():
         for _ in range(7):  # several puts per reactor turn share one msync
             i = next(counter)
-            rec = MessageRecord(topic="CrashT", queue_id=i % 3, body=f"msg-{i}".encode() * 20,
-                                properties={"UNIQ_KEY": f"U{i:08d}", "TAGS": "t"})
-            res = store.put_message(rec)
-            res.flushed.addCallback(acked, i, res)
+            res = store.put_message(rec(i, i % 3))
+            res.flushed.addCallback(acked, [i], i % 3, res)
+        ids = [next(counter) for _ in range(4)]  # a batch through put_messages, queue 3
+        res = store.put_messages([rec(i, 3) for i in ids])
+        res.flushed.addCallback(acked, ids, 3, res)
         reactor.callLater(0, burst)
 
     reactor.callWhenRunning(burst)
@@ -53,16 +59,18 @@ CHILD = textwrap.dedent(
     """
 )
 
-ACKS_BEFORE_KILL = 600
+ACKS_BEFORE_KILL = 300
+CYCLES = 3
 
 
-def _run_child_until(root: str, acks_wanted: int) -> list[tuple[int, int, int, str]]:
+def _run_child_until(root: str, acks_wanted: int, start: int = 0
+                     ) -> list[tuple[int, int, int, int]]:
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, root], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, "-c", CHILD, root, str(start)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=env, cwd=os.getcwd(),
     )
-    acks: list[tuple[int, int, int, str]] = []
+    acks: list[tuple[int, int, int, int]] = []
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     deadline = time.monotonic() + 60  # watchdog only: the loop ends on the acks
@@ -77,9 +85,9 @@ def _run_child_until(root: str, acks_wanted: int) -> list[tuple[int, int, int, s
             buf += chunk
             *lines, buf = buf.split(b"\n")
             for line in lines:
-                _, i, off, qoff, msg_id, status = line.decode().split()
+                _, i, off, qoff, qid, status = line.decode().split()
                 assert status == "PUT_OK"
-                acks.append((int(i), int(off), int(qoff), msg_id))
+                acks.append((int(i), int(off), int(qoff), int(qid)))
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -97,20 +105,29 @@ def _store(root: str) -> MessageStore:
 
 
 def test_every_acknowledged_message_survives_sigkill(tmp_path):
-    """After SIGKILL mid-append, every acknowledged message is readable after restart."""
+    """After each of several SIGKILLs mid-append (single puts and batches, SYNC_FLUSH), every
+    acknowledged message is readable after restart, at its offsets."""
     root = str(tmp_path)
-    acks = _run_child_until(root, ACKS_BEFORE_KILL)
-    assert os.path.exists(os.path.join(root, "abort"))
+    acks: list[tuple[int, int, int, int]] = []
+    for cycle in range(CYCLES):
+        acks += _run_child_until(root, ACKS_BEFORE_KILL, start=cycle * 10**6)
+        assert os.path.exists(os.path.join(root, "abort"))
     store = _store(root)
     assert store.load(), store.load_error
-    for i, off, qoff, msg_id in acks:
-        assert decode_offset_msg_id(msg_id)[2] == off
+    for i, off, qoff, qid in acks:
         rec = store.look_message_by_offset(off)
         assert rec is not None and rec.body == f"msg-{i}".encode() * 20
-        assert rec.queue_offset == qoff and rec.queue_id == i % 3
-        g = store.get_message("g", "CrashT", i % 3, qoff, 1)
+        assert (rec.queue_offset, rec.queue_id) == (qoff, qid)
+        g = store.get_message("g", "CrashT", qid, qoff, 1)
         assert g.status is GetMessageStatus.FOUND
         assert decode_record(g.messages[0]).body == rec.body
+    # Nothing beyond the valid end: the queues end exactly where their records end.
+    for qid in range(4):
+        top = store.get_max_offset_in_queue("CrashT", qid)
+        assert store.get_message("g", "CrashT", qid, top, 1).status is (
+            GetMessageStatus.OFFSET_OVERFLOW_ONE)
+        units = store.get_consume_queue_units("CrashT", qid, 0, top)
+        assert all(off + size <= store.max_physical_offset for off, size, _t in units)
     store.shutdown()
 
 
@@ -144,6 +161,6 @@ def test_torn_tail_is_dropped_and_acknowledged_data_kept(tmp_path):
         assert store.get_max_offset_in_queue("CrashT", q) == queue_max[q]
         g = store.get_message("g", "CrashT", q, queue_max[q], 1)
         assert g.status is GetMessageStatus.OFFSET_OVERFLOW_ONE
-    for i, off, _qoff, _msg_id in acks:
+    for i, off, _qoff, _qid in acks:
         assert store.look_message_by_offset(off).body == f"msg-{i}".encode() * 20
     store.shutdown()

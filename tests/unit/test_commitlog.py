@@ -215,14 +215,17 @@ def test_appended_bytes_equal_record_codec(tmp_path_factory, bodies, topic, prop
                           store_host=store, sys_flag=sys_flag, queue_id=1, flag=9,
                           born_timestamp=123, reconsume_times=1) for b in bodies]
     if batch:
-        offsets = cl.append_batch(recs).offsets
+        res = cl.append_batch(recs)
+        placed = [(off, res.queue_offset + i, res.store_timestamp)
+                  for i, off in enumerate(res.offsets)]
     else:
-        offsets = [cl.append(r).wrote_offset for r in recs]
-    for r, off in zip(recs, offsets, strict=True):
+        placed = [(a.wrote_offset, a.queue_offset, a.store_timestamp)
+                  for a in (cl.append(r) for r in recs)]
+    for r, (off, qoff, ts) in zip(recs, placed, strict=True):
         twin = MessageRecord(
             topic=topic, body=r.body, properties=dict(props), born_host=born, store_host=store,
             sys_flag=sys_flag, queue_id=1, flag=9, born_timestamp=123, reconsume_times=1,
-            queue_offset=r.queue_offset, physical_offset=off,
-            store_timestamp=r.store_timestamp, body_crc=zlib.crc32(r.body) & 0x7FFFFFFF)
+            queue_offset=qoff, physical_offset=off,
+            store_timestamp=ts, body_crc=zlib.crc32(r.body) & 0x7FFFFFFF)
         assert cl.read_raw(off) == encode_record(twin)
     cl.shutdown()

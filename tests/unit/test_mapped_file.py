@@ -161,3 +161,17 @@ def test_read_only_directory_is_reported_with_file_name(tmp_path, monkeypatch):
     q = MappedFileQueue(str(tmp_path / "cl"), 64)
     with pytest.raises(MappedFileError, match="Permission denied.*00000000000000000000"):
         q.get_last_mapped_file()
+
+
+def test_interrupted_creation_leftovers_are_removed_at_load(tmp_path):
+    """A half-created file (temporary name, or an empty last file) is dropped at load."""
+    q = MappedFileQueue(str(tmp_path), 64)
+    q.get_last_mapped_file().append(b"a" * 64)
+    q.shutdown()
+    (tmp_path / (offset_to_file_name(64) + mf_mod.TMP_SUFFIX)).write_bytes(b"")
+    (tmp_path / offset_to_file_name(64)).write_bytes(b"")
+    q2 = MappedFileQueue(str(tmp_path), 64)
+    q2.load()
+    assert [m.file_from_offset for m in q2.files] == [0]
+    assert sorted(os.listdir(tmp_path)) == [offset_to_file_name(0)]
+    q2.shutdown()

@@ -1,0 +1,179 @@
+"""Dispatch ("reput") of appended records into consume queues, arrival listeners and the
+index, mixed into :class:`broker.store.MessageStore` (RocketMQ ``CommitLogDispatcher``s and
+``ReputMessageService``).
+
+Consume-queue units are written synchronously (a pull right after a put sees the message),
+straight into the queue's last mapped file when it is the plain append case and through
+``ConsumeQueue.put`` otherwise; index entries are queued and written on the next reactor turn
+(or when a query, flush or the queue length asks for them), as RocketMQ's reput thread does
+asynchronously. PREPARED / ROLLBACK transaction records get no unit; ROLLBACK is not indexed.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+
+from broker.commitlog.record import MessageRecord
+from broker.message import (
+    PROPERTY_KEYS,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    RMQ_SYS_SCHEDULE_TOPIC,
+)
+
+log = logging.getLogger(__name__)
+
+_TX_MASK = 0xC
+_PREPARED = 0x4
+_ROLLBACK = 0xC
+_UNIT = struct.Struct(">qiq")  # consume-queue unit, as broker.consumequeue.unit.UNIT_STRUCT
+
+
+class StoreDispatch:
+    """Expects ``commitlog``, ``consume_queues``, ``index``, ``reactor``, ``running``,
+    ``delay_levels``, ``schedule_tags_code``, ``_listeners``, ``_cq_cache``, ``_tag_codes``,
+    ``_index_pending``, ``_index_call``, ``index_drain_limit``."""
+
+    def tags_code_of(self, record: MessageRecord) -> int:
+        """The consume-queue tagsCode: the TAGS hash, or the deliver time for the schedule
+        topic (``CommitLog.checkMessageAndReturnSize``)."""
+        if record.topic == RMQ_SYS_SCHEDULE_TOPIC:
+            return self.schedule_tags_code(record, self.delay_levels)
+        return self.commitlog.encoder.tags_code(record.properties.get("TAGS"))
+
+    def _dispatch(self, record: MessageRecord) -> None:
+        """Consume-queue unit (synchronously), listeners, index entry (queued)."""
+        tx = record.sys_flag & _TX_MASK
+        ts = record.store_timestamp
+        topic = record.topic
+        props = record.properties
+        if tx != _PREPARED and tx != _ROLLBACK:
+            if topic == RMQ_SYS_SCHEDULE_TOPIC:
+                tags = self.schedule_tags_code(record, self.delay_levels)
+            else:
+                tag = props.get("TAGS")
+                tags = (self._tag_codes.get(tag) or self.commitlog.encoder.tags_code(tag)
+                        ) if tag else 0
+            qid = record.queue_id
+            key = (topic, qid)
+            cq = self._cq_cache.get(key)
+            if cq is None:
+                cq = self._cq_cache[key] = self.consume_queues.find_or_create(topic, qid)
+            if not self._cq_put_fast(cq, record, tags):
+                cq.put(record.queue_offset, record.physical_offset, record.total_size, tags)
+            if self._listeners:
+                for fn in self._listeners:
+                    try:
+                        fn(topic, qid, record.queue_offset, tags, record)
+                    except Exception:
+                        log.exception("arrival listener %r failed", fn)
+        if self.index is not None and tx != _ROLLBACK:
+            keys = props.get(PROPERTY_KEYS)
+            uniq = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+            if keys or uniq:
+                pending = self._index_pending
+                pending.append((topic, keys, uniq, record.physical_offset, ts))
+                if len(pending) >= self.index_drain_limit:
+                    self._drain_index()
+                elif self._index_call is None and self.reactor is not None and self.running:
+                    self._index_call = self.reactor.callLater(0, self._drain_index)
+        self.last_dispatched_timestamp = ts
+
+    def _dispatch_batch(self, stamp) -> bool:
+        """One consume-queue write for a whole fast-path batch (``BatchStamp``: one topic and
+        queue, plain records) when there are no listeners and it is the queue's plain append
+        case; False: the caller stamps the records and dispatches them one by one."""
+        records = stamp.records
+        first = records[0]
+        topic = first.topic
+        if self._listeners or topic == RMQ_SYS_SCHEDULE_TOPIC:
+            return False
+        n = len(records)
+        key = (topic, first.queue_id)
+        cq = self._cq_cache.get(key)
+        if cq is None:
+            cq = self._cq_cache[key] = self.consume_queues.find_or_create(topic, first.queue_id)
+        files = cq.mfq.files
+        if not files:
+            return False
+        mf = files[-1]
+        pos = mf.wrote_position
+        offsets = stamp.offsets
+        sizes = stamp.sizes
+        if (
+            pos + 20 * n > mf.file_size
+            or mf.file_from_offset + pos != stamp.q0 * 20
+            or offsets[0] + sizes[0] <= cq.max_physic_offset
+            or mf.first_create_in_queue and pos == 0
+        ):
+            return False
+        codes = self._tag_codes
+        tags_code = self.commitlog.encoder.tags_code
+        flat: list = [None] * (3 * n)
+        flat[0::3] = offsets
+        flat[1::3] = sizes
+        flat[2::3] = [(codes.get(tg) or tags_code(tg)) if (tg := r.properties.get("TAGS"))
+                      else 0 for r in records]
+        struct.pack_into(">" + "qiq" * n, mf.mm, pos, *flat)
+        mf.wrote_position = pos + 20 * n
+        cq.max_physic_offset = offsets[-1] + sizes[-1]
+        if self.index is not None:
+            self._index_pending.append((topic, stamp))
+            if self._index_call is None and self.reactor is not None and self.running:
+                self._index_call = self.reactor.callLater(0, self._drain_index)
+        self.last_dispatched_timestamp = stamp.ts
+        return True
+
+    @staticmethod
+    def _cq_put_fast(cq, record: MessageRecord, tags: int) -> bool:
+        """Write the unit straight into the queue's last file when this is the plain case of
+        ``ConsumeQueue.put`` (next expected offset, room in the file, not yet written); False
+        leaves every other case (pre-blank fill, gaps, duplicates, new file) to ``put``."""
+        files = cq.mfq.files
+        if not files:
+            return False
+        mf = files[-1]
+        pos = mf.wrote_position
+        phy = record.physical_offset
+        size = record.total_size
+        if (
+            pos + 20 > mf.file_size
+            or mf.file_from_offset + pos != record.queue_offset * 20
+            or phy + size <= cq.max_physic_offset
+            or mf.first_create_in_queue and pos == 0
+        ):
+            return False
+        _UNIT.pack_into(mf.mm, pos, phy, size, tags)
+        mf.wrote_position = pos + 20
+        cq.max_physic_offset = phy + size
+        return True
+
+    def _drain_index(self) -> None:
+        self._index_call = None
+        pending, self._index_pending = self._index_pending, []
+        index = self.index
+        if index is None:
+            return
+        for item in pending:
+            if len(item) == 2:  # a whole batch from _dispatch_batch
+                topic, stamp = item
+                ts = stamp.ts
+                for r, offset in zip(stamp.records, stamp.offsets, strict=True):
+                    props = r.properties
+                    keys = props.get(PROPERTY_KEYS)
+                    uniq = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+                    if keys or uniq:
+                        index.build_index(topic, keys, uniq, offset, ts)
+            else:
+                index.build_index(*item)
+
+    def add_arrival_listener(self, fn) -> None:
+        """``fn(topic, queue_id, queue_offset, tags_code, record)`` after each record reaches
+        its consume queue (long polling, schedule services)."""
+        self._listeners.append(fn)
+
+    def remove_arrival_listener(self, fn) -> None:
+        """Undo :meth:`add_arrival_listener`."""
+        if fn in self._listeners:
+            self._listeners.remove(fn)
+
