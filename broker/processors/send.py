@@ -221,8 +221,9 @@ class SendMessageProcessor:
             if reconsume_times >= max_times:
                 topic = dlq_topic(group)
                 record_queue = self.rng.randrange(99999999) % DLQ_NUMS_PER_GROUP
+                # 4.9 creates the DLQ write-only (5.x: read-write).
                 tc = ctx.topic_config.create_topic_in_send_message_back_method(
-                    topic, DLQ_NUMS_PER_GROUP, PERM_WRITE | PERM_READ, 0)
+                    topic, DLQ_NUMS_PER_GROUP, PERM_WRITE, 0)
                 if tc is None:
                     return cmd.response(ResponseCode.SYSTEM_ERROR, f"topic[{topic}] not exist",
                                         ext)
