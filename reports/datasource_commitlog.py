@@ -20,7 +20,10 @@ and ``_error`` set, and reading resumes at the next record start found as above;
 
 Options (strings): ``columns`` (comma list; default all, see :mod:`reports.columns`),
 ``includeBody`` (default true), ``failFast`` (default false), ``batchSize`` (records per Arrow
-batch, default 8192), ``maxPartitionBytes`` (default 128 MiB). A user schema
+batch, default 8192), ``maxPartitionBytes`` (default 128 MiB), ``trimWrittenEnd`` (default
+true: the driver finds each split file's written end by a binary search for the last record
+start and plans no ranges over the zero tail, see :func:`written_stop`) and
+``maxRecordBytes`` (the longest record that search assumes, default 4 MiB + 128 KiB). A user schema
 (``spark.read.schema("topic string")``) also narrows what is decoded.
 """
 
@@ -48,6 +51,8 @@ FORMAT_NAME = "rocketmq-commitlog"
 _OFFSET_NAME = re.compile(r"^\d{20}$")
 DEFAULT_BATCH_SIZE = 8192
 DEFAULT_MAX_PARTITION_BYTES = 128 * 1024 * 1024
+# maxMessageSize (4 MiB body, MessageStoreConfig) + topic and properties (< 64 KiB) + fixed fields.
+DEFAULT_MAX_RECORD = 4 * 1024 * 1024 + 128 * 1024
 
 
 def _bool(options, key: str, default: bool) -> bool:
@@ -81,8 +86,49 @@ class CommitLogPartition(InputPartition):
         return f"CommitLogPartition({self.path}, {self.start}, {self.stop})"
 
 
-def plan_partitions(path: str, max_partition_bytes: int) -> list[CommitLogPartition]:
-    """Split the files under ``path`` into byte-range partitions (driver side)."""
+def written_stop(path: str, base: int, max_record: int) -> int | None:
+    """An upper bound for the start of the last record of a commitlog file, found without
+    reading the unwritten (zero) tail: None means "read the whole file".
+
+    Binary search for the last record start: a position has a record start within
+    ``max_record`` bytes after it exactly when it lies before the last record, since records
+    are contiguous and none is longer than that. The answer is used only if the record there
+    ends cleanly (zeros, a BLANK filler or the file end follow it), so a damaged tail or a
+    gap of garbage falls back to reading everything.
+    """
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size < 8:
+            return None
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        total, magic = peek(mm, 0)
+        if total == 0 and magic == 0:
+            return 0  # nothing written
+        if not is_record_start(mm, 0, base):
+            return None
+        lo, hi = 0, size
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            found = find_record_start(mm, mid, min(mid + max_record, size), base)
+            if found is None:
+                hi = mid
+            else:
+                lo = found
+        end = lo + peek(mm, lo)[0]
+        total, magic = peek(mm, end)
+        if end + 8 > size or magic == BLANK_MAGIC_CODE or (total == 0 and magic == 0):
+            return lo + 1
+        return None
+    finally:
+        mm.close()
+
+
+def plan_partitions(
+    path: str, max_partition_bytes: int, max_record: int | None = DEFAULT_MAX_RECORD
+) -> list[CommitLogPartition]:
+    """Split the files under ``path`` into byte-range partitions (driver side). With
+    ``max_record`` set, ranges past a file's written end (:func:`written_stop`) are left out."""
     parts = []
     for file_path in commitlog_files(path):
         size = os.path.getsize(file_path)
@@ -93,9 +139,13 @@ def plan_partitions(path: str, max_partition_bytes: int) -> list[CommitLogPartit
         if base is None or size <= max_partition_bytes:
             parts.append(CommitLogPartition(file_path, base, 0, size))
             continue
-        for start in range(0, size, max_partition_bytes):
+        stop = size
+        if max_record:
+            stop = written_stop(file_path, base, max_record)
+            stop = size if stop is None else max(stop, 1)
+        for start in range(0, stop, max_partition_bytes):
             parts.append(
-                CommitLogPartition(file_path, base, start, min(size, start + max_partition_bytes))
+                CommitLogPartition(file_path, base, start, min(stop, start + max_partition_bytes))
             )
     # Spark wants at least one partition; an empty one reads nothing.
     return parts or [CommitLogPartition(None, None, 0, 0)]
@@ -182,10 +232,14 @@ class CommitLogReader(DataSourceReader):
         self.max_partition_bytes = int(
             options.get("maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES)
         )
+        self.max_record = (
+            int(options.get("maxRecordBytes", DEFAULT_MAX_RECORD))
+            if _bool(options, "trimWrittenEnd", True) else None
+        )
 
     def partitions(self) -> list[CommitLogPartition]:
         """One partition per file or byte range of a large file."""
-        return plan_partitions(self.path, self.max_partition_bytes)
+        return plan_partitions(self.path, self.max_partition_bytes, self.max_record)
 
     def read(self, partition: CommitLogPartition) -> Iterator:
         """Arrow batches of the records starting in the partition's range."""

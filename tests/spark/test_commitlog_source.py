@@ -188,3 +188,21 @@ def test_consumequeue_source_lists_every_dispatched_unit(spark, store):
         if rec.topic == "SCHEDULE_TOPIC_XXXX":
             delay = {2: 5_000, 3: 10_000, 4: 30_000}[rec.queue_id + 1]
             assert by_offset[rec.physical_offset] == rec.store_timestamp + delay
+
+
+def test_planning_leaves_out_the_zero_tail(store, tmp_path):
+    """Ranges past the last file's written end are not planned; a damaged tail keeps them."""
+    from reports.datasource_commitlog import plan_partitions
+
+    last = sorted(os.listdir(os.path.join(store.root, "commitlog")))[-1]
+    tail = max(store.records, key=lambda r: r.physical_offset)
+    start = tail.physical_offset - int(last)
+    parts = [p for p in plan_partitions(store.root, 100) if p.path.endswith(last)]
+    assert parts[-1].stop == start + 1 and parts[0].start == 0
+    root = str(tmp_path / "tail")
+    shutil.copytree(store.root, root)
+    with open(os.path.join(root, "commitlog", last), "r+b") as fh:
+        fh.seek(start + tail.total_size)
+        fh.write(b"\xff" * 8)  # garbage right after the last record: not a clean end
+    parts = [p for p in plan_partitions(root, 100) if p.path.endswith(last)]
+    assert parts[-1].stop == 2048
