@@ -179,6 +179,54 @@ class Admin:
             await api.update_consumer_offset(self.instance, group, mq, offset, oneway=False)
         return _d(run())
 
+    def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *,
+                             force: bool = True) -> defer.Deferred:
+        """INVOKE_BROKER_TO_RESET_OFFSET (222) on every master of ``topic``: the group's online
+        consumers move to the offsets of ``timestamp_ms`` (-1: the queue ends)."""
+        async def run() -> None:
+            route = await self.instance.update_route(topic)
+            if route is None:
+                raise MQClientError(f"No route info of this topic, {topic}")
+            ext = {"topic": topic, "group": group, "timestamp": str(timestamp_ms),
+                   "isForce": "true" if force else "false"}
+            for addr in sorted(route.master_addrs().values()):
+                resp = await self.instance.invoke(addr, RemotingCommand.request(
+                    RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext))
+                if resp.code != ResponseCode.SUCCESS:
+                    raise MQBrokerError(resp.code, resp.remark, addr)
+        return _d(run())
+
+    def consumer_running_info(self, group: str, client_id: str, broker_addr: str | None = None) -> defer.Deferred:
+        """GET_CONSUMER_RUNNING_INFO (307) relayed by a broker to one consumer; fires with the
+        parsed ``ConsumerRunningInfo`` (queue-keyed maps as ``{(topic, broker, qid): value}``)."""
+        async def run() -> dict:
+            from broker.processors.reset_offset import decode_mq_map, loads_lenient
+
+            addr = broker_addr or (await self._master_addrs())[0]
+            resp = await self.instance.invoke(addr, RemotingCommand.request(
+                RequestCode.GET_CONSUMER_RUNNING_INFO,
+                {"consumerGroup": group, "clientId": client_id, "jstackEnable": "false"}))
+            if resp.code != ResponseCode.SUCCESS:
+                raise MQBrokerError(resp.code, resp.remark, addr)
+            info = loads_lenient(resp.body)
+            info["mqTable"] = decode_mq_map(info.get("mqTable"))
+            return info
+        return _d(run())
+
+    def consume_message_directly(self, group: str, client_id: str, msg_id: str) -> defer.Deferred:
+        """CONSUME_MESSAGE_DIRECTLY (309): the broker named in the offset ``msg_id`` hands that
+        message to one consumer; fires with ``ConsumeMessageDirectlyResult`` as a dict."""
+        async def run() -> dict:
+            host, port, _ = decode_offset_msg_id(msg_id)
+            addr = f"{host}:{port}"
+            resp = await self.instance.invoke(addr, RemotingCommand.request(
+                RequestCode.CONSUME_MESSAGE_DIRECTLY,
+                {"consumerGroup": group, "clientId": client_id, "msgId": msg_id}), 10.0)
+            if resp.code != ResponseCode.SUCCESS:
+                raise MQBrokerError(resp.code, resp.remark, addr)
+            return jsonutil.loads(resp.body)
+        return _d(run())
+
     # --- queries --------------------------------------------------------------------------------
     def view_message(self, msg_id: str, topic: str | None = None) -> defer.Deferred:
         """The message with ``msg_id``: an offset id is read with VIEW_MESSAGE_BY_ID from the

@@ -20,6 +20,7 @@ from broker.remoting.client import RemotingClient
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand
 from broker.remoting.protocol import RequestDispatcher
+from client import client_requests
 from client.message import MQBrokerError, MQClientError
 from client.route import TopicRouteData
 
@@ -79,8 +80,9 @@ class ClientInstance:
         self.routes: dict[str, TopicRouteData] = {}
         self.broker_addrs: dict[str, dict[int, str]] = {}
         self.producer_groups: set[str] = set()
-        # group -> consumer object exposing heartbeat_data(), rebalance(), persist_offsets()
+        # group -> consumer (client.push_consumer.PushConsumer or a subclass)
         self.consumers: dict[str, Any] = {}
+        client_requests.register(self.dispatcher, self.consumers)
         self.route_listeners: list[Callable[[str, TopicRouteData], None]] = []
         self._loops: list[task.LoopingCall] = []
         self._namesrv_index = 0

@@ -140,6 +140,7 @@ class PushConsumer:
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self.offsets: dict[MessageQueue, int] = {}
         self.running = False
+        self.start_timestamp = 0
         self._rebalance_lock = defer.DeferredLock()
         self._rebalance_pending = False
         self._loops: list[task.LoopingCall] = []
@@ -198,6 +199,7 @@ class PushConsumer:
         self.instance.consumers[self.group] = self
         self.instance.start()
         self.running = True
+        self.start_timestamp = int(time.time() * 1000)
         for topic in self.subscriptions:
             try:
                 await self.instance.update_route(topic)
@@ -499,6 +501,32 @@ class PushConsumer:
             for m in msgs:
                 m.reconsume_times += 1
             await _sleep(self.reactor, ctx.suspend_seconds or self.orderly_suspend)
+
+    # --- broker -> client requests (client.client_requests) ------------------------------------
+    def reset_offsets(self, offsets: dict[MessageQueue, int]) -> defer.Deferred:
+        """Adopt ``offsets`` (RESET_CONSUMER_CLIENT_OFFSET): drop those queues, store the offsets
+        and rebalance so they are pulled again from there (``MQClientInstance.resetOffset``)."""
+        async def run() -> None:
+            for mq, offset in offsets.items():
+                pq = self.process_queues.pop(mq, None)
+                if pq is not None:
+                    pq.dropped = True
+                self.offsets[mq] = offset
+                if self.clustering:
+                    try:
+                        await api.update_consumer_offset(self.instance, self.group, mq, offset,
+                                                         oneway=False)
+                    except Exception as exc:
+                        log.warning("storing the reset offset of %s failed: %s", mq, exc)
+            await self.rebalance()
+        return defer.ensureDeferred(run())
+
+    def consume_directly(self, msgs: list[MessageExt]) -> defer.Deferred:
+        """Run the listener on ``msgs`` now (CONSUME_MESSAGE_DIRECTLY); fires with True on
+        success, False for a failure status, or fails with the listener's exception."""
+        mq = msgs[0].message_queue if msgs else MessageQueue("", "", 0)
+        d = defer.maybeDeferred(self.listener, msgs, ConsumeContext(mq))
+        return d.addCallback(_ok)
 
     @property
     def assigned_queues(self) -> list[MessageQueue]:

@@ -209,3 +209,35 @@ def test_orderly_failure_suspends_and_retries_in_place(rocketmq):
                            consume_from_where="CONSUME_FROM_FIRST_OFFSET")
     wait_until(lambda: len(seen) >= 4, what="4 deliveries")
     assert seen == [(b"0", 0), (b"0", 1), (b"1", 0), (b"2", 0)]
+
+
+def test_admin_reset_offset_by_time_replays_messages(rocketmq):
+    """Resetting the group to the beginning (RESET_CONSUMER_CLIENT_OFFSET) replays everything."""
+    topic = make_topic(rocketmq, 2)
+    group = unique("G")
+    producer = rocketmq.producer()
+    for i in range(4):
+        producer.send(Message(topic, f"m{i}".encode()))
+    inbox = rocketmq.collector(topic, group=group)
+    inbox.wait_for(4)
+    rocketmq.admin().reset_offset_by_time(group, topic, 0)
+    again = inbox.wait_for(8)
+    assert sorted(m.body for m in again[4:]) == [b"m0", b"m1", b"m2", b"m3"]
+
+
+def test_admin_running_info_and_consume_directly(rocketmq):
+    """GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY reach the Python consumer."""
+    topic = make_topic(rocketmq, 1)
+    group = unique("G")
+    seen = []
+    consumer = rocketmq.push_consumer(topic, lambda msgs, ctx: seen.extend(msgs) or True, group=group)
+    wait_until(lambda: consumer.assigned_queues, what="an assigned queue")
+    admin = rocketmq.admin()
+    info = admin.consumer_running_info(group, consumer.client_id)
+    assert info["properties"]["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
+    assert (topic, "broker-a", 0) in info["mqTable"]
+    sent = rocketmq.producer().send(Message(topic, b"direct"))
+    wait_until(lambda: seen, what="normal delivery")
+    result = admin.consume_message_directly(group, consumer.client_id, sent.offset_msg_id)
+    assert result["consumeResult"] == "CR_SUCCESS"
+    assert [m.body for m in seen] == [b"direct", b"direct"]
