@@ -384,14 +384,28 @@ class BrokerController:
             calls.append(d)
         return defer.gatherResults(calls)
 
-    @staticmethod
-    def _registered(resp: RemotingCommand, addr: str) -> tuple[str, bool]:
+    def _registered(self, resp: RemotingCommand, addr: str) -> tuple[str, bool]:
         if resp.code != ResponseCode.SUCCESS:
             log.warning("register broker to name server %s failed: code %d %s", addr,
                         resp.code, resp.remark)
             return addr, False
         log.debug("register broker to name server %s OK", addr)
+        self._apply_order_topics(resp.body, addr)
         return addr, True
+
+    def _apply_order_topics(self, body: bytes, addr: str) -> None:
+        """The name server answers with its ORDER_TOPIC_CONFIG KV table
+        (``TopicConfigManager.updateOrderTopicConfig``). An empty table is taken as "no such
+        namespace" (Java's name server then sends no body at all), so it changes nothing."""
+        if not body:
+            return
+        try:
+            table = jsonutil.loads(body).get("table") or {}
+        except Exception as exc:
+            log.warning("register broker: bad KVTable from %s: %s", addr, exc)
+            return
+        if table:
+            self.store.topic_config.update_order_topic_config(set(table))
 
     @staticmethod
     def _register_failed(failure: Any, addr: str) -> tuple[str, bool]:

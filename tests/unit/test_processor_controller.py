@@ -134,3 +134,17 @@ def test_stop_unregisters_and_shuts_the_store_down(broker, tmp_path):
     assert broker.remoting_client.codes().count(RequestCode.UNREGISTER_BROKER) == 2
     assert not os.path.exists(tmp_path / "store" / "abort")
     assert broker.store.shutdown_done
+
+
+def test_order_topics_from_the_name_server_are_applied(broker):
+    """The register answer's ORDER_TOPIC_CONFIG table marks those topics orderly."""
+    broker.send_processor.process_send(send_v2("Ordered"), FakeConn())
+
+    def invoke(addr, cmd, timeout=3.0):
+        broker.remoting_client.calls.append((addr, cmd))
+        return defer.succeed(cmd.response(ResponseCode.SUCCESS, body=json.dumps(
+            {"table": {"Ordered": "broker-a:4"}}).encode()))
+
+    broker.remoting_client.invoke = invoke
+    started(broker)
+    assert broker.store.topic_config.select_topic_config("Ordered").order is True
