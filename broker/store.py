@@ -114,6 +114,7 @@ class MessageStore(StoreReader, StoreDispatch):
         self.corrupt_offsets: set[int] = set()
         self.load_error: Exception | None = None
         self.last_dispatched_timestamp = 0
+        self._max_body = config.max_message_size
         self.loaded = False
         self.running = False
         self.shutdown_done = False
@@ -255,7 +256,7 @@ class MessageStore(StoreReader, StoreDispatch):
 
     def put_message(self, record: MessageRecord) -> PutMessageResult:
         """Append one record and dispatch it; see :class:`PutMessageResult`."""
-        if not self.running or len(record.body) > self.config.max_message_size:
+        if not self.running or len(record.body) > self._max_body:
             return PutMessageResult(self._check(record))
         try:
             res = self.commitlog.append(record)

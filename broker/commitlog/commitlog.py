@@ -84,6 +84,8 @@ class CommitLog:
         #: After :meth:`append_batch` took the fast path: a ``BatchStamp`` whose ``apply()``
         #: sets the records' store fields (left unset until needed); None otherwise.
         self.last_batch_stamp = None
+        self._last_born = self._last_store = None
+        self._last_pair: tuple = ()
 
     # --- lifecycle ----------------------------------------------------------------------------
     def load(self) -> bool:
@@ -133,7 +135,13 @@ class CommitLog:
         (end of data) and never a shorter record that would pass for valid.
         """
         enc = self.encoder
-        born_b, store_b, host_flags, v4 = enc.host_pair(record.born_host, record.store_host)
+        born = record.born_host
+        store = record.store_host
+        if born == self._last_born and store == self._last_store:
+            born_b, store_b, host_flags, v4 = self._last_pair
+        else:
+            born_b, store_b, host_flags, v4 = self._last_pair = enc.host_pair(born, store)
+            self._last_born, self._last_store = born, store
         if not v4:
             return self._append_general(record)
         topic_t = enc._topics.get(record.topic)

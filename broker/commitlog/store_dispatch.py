@@ -44,40 +44,52 @@ class StoreDispatch:
     def _dispatch(self, record: MessageRecord) -> None:
         """Consume-queue unit (synchronously), listeners, index entry (queued)."""
         tx = record.sys_flag & _TX_MASK
-        ts = record.store_timestamp
-        topic = record.topic
-        props = record.properties
         if tx != _PREPARED and tx != _ROLLBACK:
+            topic = record.topic
             if topic == RMQ_SYS_SCHEDULE_TOPIC:
                 tags = self.schedule_tags_code(record, self.delay_levels)
             else:
-                tag = props.get("TAGS")
+                tag = record.properties.get("TAGS")
                 tags = (self._tag_codes.get(tag) or self.commitlog.encoder.tags_code(tag)
                         ) if tag else 0
             qid = record.queue_id
+            qoff = record.queue_offset
             key = (topic, qid)
             cq = self._cq_cache.get(key)
             if cq is None:
                 cq = self._cq_cache[key] = self.consume_queues.find_or_create(topic, qid)
-            if not self._cq_put_fast(cq, record, tags):
-                cq.put(record.queue_offset, record.physical_offset, record.total_size, tags)
+            # The plain case of ConsumeQueue.put written inline (next expected offset, room in
+            # the last file, not yet written, no pre-blank fill due); anything else goes to put.
+            files = cq.mfq.files
+            phy = record.physical_offset
+            size = record.total_size
+            mf = files[-1] if files else None
+            if (
+                mf is not None
+                and (pos := mf.wrote_position) + 20 <= mf.file_size
+                and mf.file_from_offset + pos == qoff * 20
+                and phy + size > cq.max_physic_offset
+                and not (mf.first_create_in_queue and pos == 0)
+            ):
+                _UNIT.pack_into(mf.mm, pos, phy, size, tags)
+                mf.wrote_position = pos + 20
+                cq.max_physic_offset = phy + size
+            else:
+                cq.put(qoff, phy, size, tags)
             if self._listeners:
                 for fn in self._listeners:
                     try:
-                        fn(topic, qid, record.queue_offset, tags, record)
+                        fn(topic, qid, qoff, tags, record)
                     except Exception:
                         log.exception("arrival listener %r failed", fn)
         if self.index is not None and tx != _ROLLBACK:
-            keys = props.get(PROPERTY_KEYS)
-            uniq = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-            if keys or uniq:
-                pending = self._index_pending
-                pending.append((topic, keys, uniq, record.physical_offset, ts))
-                if len(pending) >= self.index_drain_limit:
-                    self._drain_index()
-                elif self._index_call is None and self.reactor is not None and self.running:
-                    self._index_call = self.reactor.callLater(0, self._drain_index)
-        self.last_dispatched_timestamp = ts
+            pending = self._index_pending
+            pending.append(record)  # keys are looked at when the queue is drained
+            if len(pending) >= self.index_drain_limit:
+                self._drain_index()
+            elif self._index_call is None and self.reactor is not None and self.running:
+                self._index_call = self.reactor.callLater(0, self._drain_index)
+        self.last_dispatched_timestamp = record.store_timestamp
 
     def _dispatch_batch(self, stamp) -> bool:
         """One consume-queue write for a whole fast-path batch (``BatchStamp``: one topic and
@@ -124,30 +136,6 @@ class StoreDispatch:
         self.last_dispatched_timestamp = stamp.ts
         return True
 
-    @staticmethod
-    def _cq_put_fast(cq, record: MessageRecord, tags: int) -> bool:
-        """Write the unit straight into the queue's last file when this is the plain case of
-        ``ConsumeQueue.put`` (next expected offset, room in the file, not yet written); False
-        leaves every other case (pre-blank fill, gaps, duplicates, new file) to ``put``."""
-        files = cq.mfq.files
-        if not files:
-            return False
-        mf = files[-1]
-        pos = mf.wrote_position
-        phy = record.physical_offset
-        size = record.total_size
-        if (
-            pos + 20 > mf.file_size
-            or mf.file_from_offset + pos != record.queue_offset * 20
-            or phy + size <= cq.max_physic_offset
-            or mf.first_create_in_queue and pos == 0
-        ):
-            return False
-        _UNIT.pack_into(mf.mm, pos, phy, size, tags)
-        mf.wrote_position = pos + 20
-        cq.max_physic_offset = phy + size
-        return True
-
     def _drain_index(self) -> None:
         self._index_call = None
         pending, self._index_pending = self._index_pending, []
@@ -155,7 +143,7 @@ class StoreDispatch:
         if index is None:
             return
         for item in pending:
-            if len(item) == 2:  # a whole batch from _dispatch_batch
+            if type(item) is tuple:  # a whole batch from _dispatch_batch
                 topic, stamp = item
                 ts = stamp.ts
                 for r, offset in zip(stamp.records, stamp.offsets, strict=True):
@@ -165,7 +153,12 @@ class StoreDispatch:
                     if keys or uniq:
                         index.build_index(topic, keys, uniq, offset, ts)
             else:
-                index.build_index(*item)
+                props = item.properties
+                keys = props.get(PROPERTY_KEYS)
+                uniq = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+                if keys or uniq:
+                    index.build_index(item.topic, keys, uniq, item.physical_offset,
+                                      item.store_timestamp)
 
     def add_arrival_listener(self, fn) -> None:
         """``fn(topic, queue_id, queue_offset, tags_code, record)`` after each record reaches
