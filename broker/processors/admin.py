@@ -63,6 +63,9 @@ class AdminBrokerProcessor:
                  on_topics_changed: Callable[[], Any] | None = None) -> None:
         self.ctx = ctx
         self.on_topics_changed = on_topics_changed
+        #: The Configuration's DataVersion reported by GET_BROKER_CONFIG.
+        self.config_version = 0
+        self.config_timestamp = ctx.now_ms()
 
     def handlers(self) -> dict[int, Any]:
         """Request code → handler."""
@@ -72,6 +75,7 @@ class AdminBrokerProcessor:
             RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
             RequestCode.GET_TOPIC_NAME_LIST: self.get_topic_name_list,
             RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
+            RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
             RequestCode.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
             RequestCode.GET_TOPIC_STATS_INFO: self.get_topic_stats_info,
             RequestCode.GET_CONSUME_STATS: self.get_consume_stats,
@@ -155,9 +159,30 @@ class AdminBrokerProcessor:
                 elif isinstance(value, bool):
                     value = "true" if value else "false"
                 lines.append(f"{java_key(f)}={value}\n")
-        dv = self.ctx.topic_config.data_version.to_json()
+        dv = {"counter": self.config_version, "timestamp": self.config_timestamp}
         return cmd.response(ResponseCode.SUCCESS, ext_fields={"version": jsonutil.dumps(
             dv).decode()}, body="".join(lines).encode("utf-8"))
+
+    def update_broker_config(self, cmd: RemotingCommand, conn: Any) -> RemotingCommand:
+        """25: ``key=value`` lines applied to the running config (``Configuration.update``).
+
+        Values are parsed like ``broker.conf``; settings read only at start (ports, paths)
+        change in the config object but take effect at the next start, as in RocketMQ.
+        """
+        from broker.config import ConfigError, config_from_properties
+        from broker.properties import load_properties
+
+        try:
+            props = load_properties(cmd.body.decode("utf-8"))
+            loaded = config_from_properties(props, "UPDATE_BROKER_CONFIG")
+        except (ConfigError, UnicodeDecodeError, ValueError) as exc:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        for name in loaded.explicit:
+            setattr(self.ctx.config, name, getattr(loaded.config, name))
+        log.info("updateBrokerConfig called by %s: %s", conn.peer_addr, sorted(props))
+        self.config_version += 1
+        self.config_timestamp = self.ctx.now_ms()
+        return cmd.response(ResponseCode.SUCCESS)
 
     def runtime_info(self) -> dict[str, str]:
         """``AdminBrokerProcessor.prepareRuntimeInfo`` with the store's counters."""

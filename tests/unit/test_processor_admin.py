@@ -178,3 +178,21 @@ def test_system_topic_list_contains_the_builtins(ctx, admin):
                                        FakeConn())
     names = json.loads(resp.body)["topicList"]
     assert "TBW102" in names and "SCHEDULE_TOPIC_XXXX" in names
+
+
+def test_update_broker_config_changes_the_running_config(ctx, admin):
+    """UPDATE_BROKER_CONFIG applies key=value lines; GET_BROKER_CONFIG then shows them."""
+    body = b"longPollingEnable=false\nshortPollingTimeMills=300\n"
+    resp = admin.update_broker_config(req(RequestCode.UPDATE_BROKER_CONFIG, body), FakeConn())
+    assert resp.code == ResponseCode.SUCCESS
+    assert ctx.config.long_polling_enable is False and ctx.config.short_polling_time_mills == 300
+    lines = admin.get_broker_config(req(RequestCode.GET_BROKER_CONFIG), FakeConn()).body
+    assert b"shortPollingTimeMills=300\n" in lines
+
+
+def test_update_broker_config_refuses_a_bad_number(ctx, admin):
+    """A value that does not parse is SYSTEM_ERROR naming the key; nothing changes."""
+    resp = admin.update_broker_config(
+        req(RequestCode.UPDATE_BROKER_CONFIG, b"shortPollingTimeMills=soon\n"), FakeConn())
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "shortPollingTimeMills" in resp.remark
+    assert ctx.config.short_polling_time_mills == 1000
