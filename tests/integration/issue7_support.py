@@ -1,0 +1,50 @@
+"""Shared loopback setup for the issue-7 integration tests: a name server and one broker on
+the real reactor (Twisted API clients, pytest-twisted)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest_twisted
+from twisted.internet import defer, reactor
+
+from broker.config import BrokerConfig
+from broker.controller import BrokerController
+from namesrv.server import NameServer
+
+
+def start_cluster(tmp_path: Any, **overrides: Any) -> tuple[NameServer, BrokerController]:
+    """Start a name server and a broker (blocking on the reactor greenlet)."""
+    namesrv = NameServer(reactor, port=0, host="127.0.0.1", kv_config_path=tmp_path / "kv.json")
+    pytest_twisted.blockon(namesrv.start())
+    cfg = BrokerConfig(listen_port=0, namesrv_addr=namesrv.addr,
+                       store_path_root_dir=str(tmp_path / "store"),
+                       mapped_file_size_commit_log=1024 * 1024,
+                       mapped_file_size_consume_queue=300 * 20, **overrides)
+    broker = BrokerController(cfg, reactor=reactor, host="127.0.0.1", enable_vip_channel=False)
+    pytest_twisted.blockon(broker.start())
+    return namesrv, broker
+
+
+def stop_cluster(namesrv: NameServer, broker: BrokerController) -> None:
+    """Stop both."""
+    pytest_twisted.blockon(broker.stop())
+    pytest_twisted.blockon(namesrv.stop())
+
+
+def sleep(seconds: float) -> defer.Deferred:
+    """A Deferred firing after ``seconds`` of reactor time."""
+    d: defer.Deferred = defer.Deferred()
+    reactor.callLater(seconds, d.callback, None)
+    return d
+
+
+async def wait_for(predicate: Any, timeout: float = 10.0, step: float = 0.05,
+                   what: str = "condition") -> None:
+    """Poll ``predicate`` until true (AssertionError after ``timeout``)."""
+    waited = 0.0
+    while not predicate():
+        if waited >= timeout:
+            raise AssertionError(f"timed out waiting for {what}")
+        await sleep(step)
+        waited += step
