@@ -1,6 +1,6 @@
-"""Admin requests the broker relays to consumers (``AdminBrokerProcessor`` / ``Broker2Client``,
-4.9.8): GET_CONSUMER_RUNNING_INFO (307), CONSUME_MESSAGE_DIRECTLY (309) and
-INVOKE_BROKER_TO_RESET_OFFSET (222 → RESET_CONSUMER_CLIENT_OFFSET 220 to each member)."""
+"""Admin requests the broker relays to one consumer (``AdminBrokerProcessor.callConsumer`` /
+``Broker2Client.callClient``, 4.9.8): GET_CONSUMER_RUNNING_INFO (307) and
+CONSUME_MESSAGE_DIRECTLY (309). Offset reset (222) lives in :mod:`broker.processors.reset_offset`."""
 
 from __future__ import annotations
 
@@ -8,11 +8,9 @@ import logging
 from typing import Any
 
 from broker.message import decode_offset_msg_id
-from broker.processors.admin import fastjson_mq_map
 from broker.processors.context import BrokerContext
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand
-from broker.remoting.headers import ResetOffsetRequestHeader
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +19,7 @@ CALL_CLIENT_TIMEOUT_S = 10.0
 
 
 class AdminConsumerProcessor:
-    """Handlers for 307, 309 and 222."""
+    """Handlers for 307 and 309."""
 
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
@@ -31,7 +29,6 @@ class AdminConsumerProcessor:
         return {
             RequestCode.GET_CONSUMER_RUNNING_INFO: self.get_consumer_running_info,
             RequestCode.CONSUME_MESSAGE_DIRECTLY: self.consume_message_directly,
-            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
         }
 
     def _call_consumer(self, code: int, cmd: RemotingCommand, group: str,
@@ -81,47 +78,3 @@ class AdminConsumerProcessor:
                                     serialize_type=cmd.serialize_type)
         return self._call_consumer(RequestCode.CONSUME_MESSAGE_DIRECTLY, forwarded,
                                    ext.get("consumerGroup", ""), ext.get("clientId", ""))
-
-    def reset_offset(self, cmd: RemotingCommand, conn: Any) -> Any:
-        """222: compute each queue's offset for ``timestamp`` (-1: the end) and tell every
-        member of the group with RESET_CONSUMER_CLIENT_OFFSET (``Broker2Client.resetOffset``);
-        the members then commit the new offsets themselves."""
-        ctx = self.ctx
-        h = ResetOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
-        tc = ctx.topic_config.select_topic_config(h.topic)
-        if tc is None:
-            return cmd.response(
-                ResponseCode.SYSTEM_ERROR,
-                f"[reset-offset] reset offset failed, no topic in this broker. [topic={h.topic}]")
-        table = []
-        for qid in range(tc.write_queue_nums):
-            consumer_offset = ctx.consumer_offsets.query_offset(h.group, h.topic, qid)
-            if consumer_offset == -1:
-                return cmd.response(ResponseCode.SYSTEM_ERROR,
-                                    f"THe consumer group <{h.group}> not exist")
-            if h.timestamp == -1:
-                target = ctx.store.get_max_offset_in_queue(h.topic, qid)
-            else:
-                target = ctx.store.get_offset_in_queue_by_time(h.topic, qid, h.timestamp)
-            target = max(target, 0)
-            chosen = target if (h.is_force or target < consumer_offset) else consumer_offset
-            table.append(({"brokerName": ctx.broker_name, "queueId": qid, "topic": h.topic},
-                          chosen))
-        body = b'{"offsetTable":' + fastjson_mq_map(table) + b"}"
-        info = ctx.consumer_manager.get_consumer_group_info(h.group)
-        if info is None or not info.channel_info_table:
-            return cmd.response(
-                ResponseCode.SYSTEM_ERROR,
-                f"Consumer not online, so can not reset offset, Group: {h.group} "
-                f"Topic: {h.topic} Timestamp: {h.timestamp}")
-        for channel in info.all_channels():
-            request = RemotingCommand.request(
-                RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
-                {"topic": h.topic, "group": h.group, "timestamp": str(h.timestamp),
-                 "isForce": "false"}, body, oneway=True)
-            try:
-                channel.send_oneway(request)
-            except Exception:
-                log.exception("[reset-offset] reset offset failed. group=%s", h.group)
-        return cmd.response(ResponseCode.SUCCESS, body=body)
-

@@ -1,9 +1,6 @@
-"""Requests relayed to consumers: running info, direct consumption, offset reset."""
+"""Requests relayed to one consumer: running info and direct consumption."""
 
 from __future__ import annotations
-
-import json
-import re
 
 import pytest
 from processor_support import STORE_HOST, FakeConn, heartbeat_cmd, make_context, send_v2
@@ -80,29 +77,3 @@ def test_consume_directly_sends_the_stored_record(ctx, member):
     assert forwarded.body == ctx.store.read_raw(0)
     assert forwarded.ext_fields["brokerName"] == ctx.broker_name
 
-
-def test_reset_offset_tells_members_the_offsets_for_the_time(ctx, member):
-    """INVOKE_BROKER_TO_RESET_OFFSET sends RESET_CONSUMER_CLIENT_OFFSET with queue offsets."""
-    send = SendMessageProcessor(ctx)
-    for _ in range(3):
-        send.process_send(send_v2("R"), FakeConn())
-    for qid in range(4):
-        ctx.consumer_offsets.commit_offset("x", "G", "R", qid, 0)
-    cmd = RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, {
-        "topic": "R", "group": "G", "timestamp": "-1", "isForce": "true"})
-    resp = AdminConsumerProcessor(ctx).reset_offset(cmd, FakeConn())
-    assert resp.code == ResponseCode.SUCCESS
-    (reset,) = [c for c in member.sent if c.code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET]
-    offsets = {json.loads(k)["queueId"]: int(v) for k, v in
-               re.findall(r'(\{"brokerName"[^}]*\}):(\d+)', reset.body.decode())}
-    assert offsets == {0: 3, 1: 0, 2: 0, 3: 0}
-
-
-def test_reset_offset_of_a_group_without_offsets(ctx, member):
-    """A group that never committed on the topic cannot be reset."""
-    SendMessageProcessor(ctx).process_send(send_v2("R"), FakeConn())
-    cmd = RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, {
-        "topic": "R", "group": "G", "timestamp": "-1", "isForce": "true"})
-    resp = AdminConsumerProcessor(ctx).reset_offset(cmd, FakeConn())
-    assert resp.code == ResponseCode.SYSTEM_ERROR
-    assert resp.remark == "THe consumer group <G> not exist"
