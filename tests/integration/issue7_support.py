@@ -48,3 +48,16 @@ async def wait_for(predicate: Any, timeout: float = 10.0, step: float = 0.05,
             raise AssertionError(f"timed out waiting for {what}")
         await sleep(step)
         waited += step
+
+
+async def create_topic(namesrv_addr: str, topic: str, queues: int = 4) -> None:
+    """UPDATE_AND_CREATE_TOPIC on every master (the admin client), then let the broker
+    re-register so the name server routes it."""
+    from client.admin import Admin
+
+    admin = Admin(namesrv_addr, reactor=reactor)
+    try:
+        await admin.create_topic(topic, queues)
+    finally:
+        await admin.shutdown()
+    await sleep(0.2)
