@@ -171,7 +171,7 @@ class ClientInstance:
                 new_broker = True
             self.broker_addrs[bd.broker_name] = dict(bd.broker_addrs)
         if new_broker and self.consumers and self.started:
-            self._heartbeat_soon()
+            self.heartbeat_soon()
         for fn in list(self.route_listeners):
             try:
                 fn(topic, route)
@@ -226,7 +226,8 @@ class ClientInstance:
     async def _heartbeat_loop(self) -> None:
         await self.send_heartbeat_to_all_brokers()
 
-    def _heartbeat_soon(self) -> None:
+    def heartbeat_soon(self) -> None:
+        """Send a heartbeat to every broker now (in the background)."""
         d = defer.ensureDeferred(self.send_heartbeat_to_all_brokers())
         d.addErrback(lambda f: log.debug("heartbeat failed: %s", f.getErrorMessage()))
 

@@ -38,11 +38,15 @@ from client.consume import (  # noqa: F401 (ConsumeStatus is part of this module
     _sleep,
 )
 from client.instance import ClientInstance
-from client.message import MessageExt, MessageQueue, restore_retry_topic
+from client.message import MessageExt, MessageQueue, MQBrokerError, restore_retry_topic
 from client.rebalance import Subscription, allocate_averagely, rebalance_diff
 from client.route import subscribe_queues
 
 log = logging.getLogger(__name__)
+
+#: Pull answers meaning the broker does not know this consumer (SUBSCRIPTION_NOT_EXIST,
+#: SUBSCRIPTION_NOT_LATEST, SUBSCRIPTION_GROUP_NOT_EXIST).
+_NOT_REGISTERED = frozenset({24, 25, 26})
 
 CLUSTERING = "CLUSTERING"
 BROADCASTING = "BROADCASTING"
@@ -392,6 +396,9 @@ class PushConsumer(ConsumeMixin):
                 if not self.running or pq.dropped:
                     return
                 log.debug("pull of %s failed: %s; retrying in 3 s", pq.mq, exc)
+                if isinstance(exc, MQBrokerError) and exc.code in _NOT_REGISTERED:
+                    # A restarted broker forgot us: re-register now, not at the next 30 s beat.
+                    self.instance.heartbeat_soon()
                 await _sleep(self.reactor, 3.0)  # pullTimeDelayMillsWhenException
                 continue
             if pq.dropped or not self.running:

@@ -241,3 +241,17 @@ def test_admin_running_info_and_consume_directly(rocketmq):
     result = admin.consume_message_directly(group, consumer.client_id, sent.offset_msg_id)
     assert result["consumeResult"] == "CR_SUCCESS"
     assert [m.body for m in seen] == [b"direct", b"direct"]
+
+
+def test_pull_consumer_long_polls(rocketmq):
+    """A blocking pull on an empty queue is held and answered when a message arrives."""
+    from client.blocking import run_blocking
+
+    topic = make_topic(rocketmq, 1)
+    puller = rocketmq.pull_consumer()
+    (mq,) = puller.fetch_subscribe_queues(topic)
+    pending = puller._target.pull(mq, "*", 0, 8, block=True, suspend_ms=10000)
+    assert not pending.called
+    rocketmq.producer().send(Message(topic, b"wake"))
+    result = run_blocking(lambda: pending, timeout=8)
+    assert [m.body for m in result.messages] == [b"wake"]

@@ -143,3 +143,13 @@ def test_request_log_records_code_header_and_timing(rocketmq):
     assert last.response_code == 0 and last.latency_ms is not None
     assert last.time <= rocketmq.clock.seconds() and last.wall <= time.time()
     assert rocketmq.faults.records(code=105, target="namesrv")
+
+
+def test_consumer_keeps_consuming_across_a_broker_restart(rocketmq):
+    """A push consumer re-registers with a restarted broker and gets later messages promptly."""
+    producer, topic = ready(rocketmq)
+    inbox = rocketmq.collector(topic)
+    inbox.wait_for(1)
+    rocketmq.restart_broker()
+    wait_until(lambda: _sends(producer, topic), what="sends after the restart")
+    assert [m.body for m in inbox.wait_for(2, timeout=15)][1] == b"again"
