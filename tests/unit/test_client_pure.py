@@ -170,3 +170,16 @@ def test_publish_info_skips_the_failed_broker():
     info = TopicPublishInfo("T", mqs(2, broker="a") + mqs(2, broker="b"))
     assert all(info.select_one("a").broker_name == "b" for _ in range(5))
     assert {info.select_one().queue_id for _ in range(4)} == {0, 1}
+
+
+def test_package_exports_are_lazy():
+    """Importing the package (as pytest does for the plugin) pulls in no Twisted; names resolve."""
+    import subprocess
+    import sys
+
+    code = ("import sys, client, client.pytest_plugin; "
+            "assert 'twisted.internet.reactor' not in sys.modules; "
+            "assert 'client.producer' not in sys.modules; "
+            "from client import Producer, EmbeddedCluster, BlockingProducer; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr
