@@ -1,9 +1,7 @@
 """Requests brokers send to consumers (Java ``ClientRemotingProcessor``), beyond
-NOTIFY_CONSUMER_IDS_CHANGED (handled by :class:`client.instance.ClientInstance`):
+NOTIFY_CONSUMER_IDS_CHANGED (handled by :class:`client.instance.ClientInstance`) and
+RESET_CONSUMER_CLIENT_OFFSET / GET_CONSUMER_STATUS_FROM_CLIENT (:mod:`client.offset_reset`):
 
-* RESET_CONSUMER_CLIENT_OFFSET (220, oneway): adopt the offsets of a ``ResetOffsetBody`` (the
-  admin's "reset offset by time"), drop the affected process queues and rebalance
-  (``DefaultMQPushConsumerImpl.resetOffsetByTimeStamp`` / ``MQClientInstance.resetOffset``);
 * GET_CONSUMER_RUNNING_INFO (307): properties, subscriptions and per-queue state
   (``ConsumerRunningInfo``);
 * CONSUME_MESSAGE_DIRECTLY (309): consume one message now with the listener and report
@@ -28,9 +26,8 @@ log = logging.getLogger(__name__)
 
 
 def register(dispatcher: RequestDispatcher, consumers: dict[str, Any]) -> None:
-    """Answer 220, 307 and 309 for the consumers (group -> consumer) of one client."""
+    """Answer 307 and 309 for the consumers (group -> consumer) of one client."""
     handlers = ClientRequestHandlers(consumers)
-    dispatcher.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, handlers.reset_offset)
     dispatcher.register(RequestCode.GET_CONSUMER_RUNNING_INFO, handlers.running_info)
     dispatcher.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, handlers.consume_directly)
 
@@ -50,23 +47,6 @@ class ClientRequestHandlers:
 
     def _consumer(self, group: str) -> Any:
         return self.consumers.get(group)
-
-    def reset_offset(self, cmd: RemotingCommand, conn: Any) -> None:
-        from broker.processors.reset_offset import decode_offset_table
-
-        ext = cmd.ext_fields
-        consumer = self._consumer(ext.get("group", ""))
-        if consumer is None:
-            return None
-        try:
-            table = decode_offset_table(cmd.body)
-        except Exception as exc:
-            log.warning("RESET_CONSUMER_CLIENT_OFFSET with an unreadable body: %s", exc)
-            return None
-        offsets = {MessageQueue(t, b, q): o for (t, b, q), o in table.items()}
-        log.info("reset offsets of %s on %s: %s", consumer.group, ext.get("topic"), offsets)
-        consumer.reset_offsets(offsets)
-        return None
 
     def running_info(self, cmd: RemotingCommand, conn: Any) -> RemotingCommand:
         consumer = self._consumer(cmd.ext_fields.get("consumerGroup", ""))

@@ -416,24 +416,6 @@ class PushConsumer(ConsumeMixin):
             self.offsets[pq.mq] = result.next_begin_offset
 
     # --- broker -> client requests (client.client_requests) ------------------------------------
-    def reset_offsets(self, offsets: dict[MessageQueue, int]) -> defer.Deferred:
-        """Adopt ``offsets`` (RESET_CONSUMER_CLIENT_OFFSET): drop those queues, store the offsets
-        and rebalance so they are pulled again from there (``MQClientInstance.resetOffset``)."""
-        async def run() -> None:
-            for mq, offset in offsets.items():
-                pq = self.process_queues.pop(mq, None)
-                if pq is not None:
-                    pq.dropped = True
-                self.offsets[mq] = offset
-                if self.clustering:
-                    try:
-                        await api.update_consumer_offset(self.instance, self.group, mq, offset,
-                                                         oneway=False)
-                    except Exception as exc:
-                        log.warning("storing the reset offset of %s failed: %s", mq, exc)
-            await self.rebalance()
-        return defer.ensureDeferred(run())
-
     def consume_directly(self, msgs: list[MessageExt]) -> defer.Deferred:
         """Run the listener on ``msgs`` now (CONSUME_MESSAGE_DIRECTLY); fires with True on
         success, False for a failure status, or fails with the listener's exception."""
