@@ -79,7 +79,17 @@ def main() -> None:
                 if args.mode == "sync":
                     res = producer.send_sync(msg)
                 elif args.mode == "orderly":
-                    res = producer.send_orderly(msg, i)
+                    try:
+                        res = producer.send_orderly(msg, i)
+                    except Exception as exc:
+                        if i != 0:
+                            raise
+                        # librocketmq 0.4.4's select-queue path sends before its first broker
+                        # connection is up and fails at once ("No route info of this topic");
+                        # the client log shows the connect completing 1 ms later. Retry once.
+                        emit(event="send_retry", mode="orderly", i=i, error=repr(exc))
+                        time.sleep(0.5)
+                        res = producer.send_orderly(msg, i)
                 else:
                     producer.send_oneway(msg)
                     emit(event="sent", mode="oneway", i=i)
