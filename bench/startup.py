@@ -125,6 +125,46 @@ def up_once(idle: float, conf: str | None = None) -> tuple[float, tuple[float, f
         shutil.rmtree(store, ignore_errors=True)
 
 
+PHASES = r"""
+import sys, tempfile, time
+t0 = time.perf_counter()
+from twisted.internet import reactor, defer
+t_twisted = time.perf_counter()
+from broker.cli import load_config
+from broker.controller import BrokerController
+from namesrv.server import NameServer
+t_import = time.perf_counter()
+store = tempfile.mkdtemp(prefix="rmq-emu-phase-")
+ns_port, broker_port = int(sys.argv[1]), int(sys.argv[2])
+cfg = load_config(None, store=store, port=broker_port, namesrv=f"127.0.0.1:{ns_port}")
+out = {}
+
+@defer.inlineCallbacks
+def run():
+    ns = NameServer(reactor, port=ns_port, host="127.0.0.1")
+    yield ns.start()
+    out["namesrv"] = time.perf_counter()
+    b = BrokerController(cfg, reactor=reactor, host="127.0.0.1")
+    yield b.start()
+    out["broker"] = time.perf_counter()
+    yield b.stop()
+    yield ns.stop()
+    reactor.stop()
+
+reactor.callWhenRunning(run)
+reactor.run()
+print(f"{t_twisted - t0:.4f} {t_import - t_twisted:.4f} {out['namesrv'] - t_import:.4f} "
+      f"{out['broker'] - out['namesrv']:.4f}")
+"""
+
+
+def phases_once() -> list[float]:
+    """In-process phases (s): Twisted import, emulator imports, name server start, broker start."""
+    out = subprocess.run([sys.executable, "-c", PHASES, str(free_port()), str(broker_port())],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120, check=True)
+    return [float(x) for x in out.stdout.split()]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
@@ -154,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
               f"RSS MB {[round(u[1][0], 1) for u in ups]}")
         if conf is None:
             verdict = start < START_TARGET_S and rss < RSS_TARGET_MB
+    phases = [phases_once() for _ in range(args.runs)]
+    names = ("import twisted.internet", "import broker + namesrv", "name server start",
+             "broker start (store load + files + listen + register)")
+    print("[where the default start goes, in-process medians]")
+    for i, name in enumerate(names):
+        print(f"         {name:55s}{statistics.median(p[i] for p in phases) * 1000:8.1f} ms")
     print("result (default configuration):", "OK" if verdict else "MISSED")
     return 0 if verdict else 1
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
@@ -372,6 +373,8 @@ def up_with_control(args: Any, cfg: Any, serve: Callable[..., int], announce: Ca
             config=cfg, store_dir=cfg.store_path_root_dir, host=args.host,
             namesrv_port=args.namesrv_port, broker_port=cfg.listen_port,
             control_port=args.control_port, reactor=reactor,
+            # Where `rmq-emu up` keeps the name server's KV config.
+            namesrv_kv_config=os.path.join(cfg.store_path_root_dir, "namesrv", "kvConfig.json"),
         )
         services.append(_ClusterService(cluster))
 

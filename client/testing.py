@@ -100,7 +100,8 @@ class EmbeddedCluster:
     ``{"message_delay_level": "1s 2s"}``); ``config`` is a whole BrokerConfig to start from.
     ``store_dir`` defaults to a temporary directory removed at :meth:`stop` (kept if given);
     with several brokers each has a sub-directory named after it.
-    ``control_port`` also serves the HTTP control API (:mod:`client.control_api`).
+    ``control_port`` also serves the HTTP control API (:mod:`client.control_api`);
+    ``namesrv_kv_config`` persists the name server's KV config (memory only by default).
     """
 
     def __init__(
@@ -117,6 +118,7 @@ class EmbeddedCluster:
         broker_config: dict[str, Any] | None = None,
         control_port: int | None = None,
         config: Any = None,
+        namesrv_kv_config: str | Path | None = None,
         reactor: Any = None,
     ) -> None:
         if brokers < 1:
@@ -132,6 +134,7 @@ class EmbeddedCluster:
         self.broker_name = broker_name
         self.cluster_name = cluster_name
         self._namesrv_port = namesrv_port
+        self.namesrv_kv_config = namesrv_kv_config
         self.slots = [BrokerSlot(name, broker_port if i == 0 else None)
                       for i, name in enumerate(_broker_names(broker_name, brokers))]
         # A given BrokerConfig (rmq-emu up) is used as is; otherwise small test files.
@@ -206,7 +209,8 @@ class EmbeddedCluster:
 
         if self._store_dir is None:
             self._store_dir = Path(tempfile.mkdtemp(prefix="rmq-emu-store-"))
-        self.namesrv = NameServer(self.reactor, self._namesrv_port, self.host)
+        self.namesrv = NameServer(self.reactor, self._namesrv_port, self.host,
+                                  kv_config_path=self.namesrv_kv_config)
         await self.namesrv.start()
         self._namesrv_port = self.namesrv.port
         self.faults.attach("namesrv", self.namesrv.dispatcher)
