@@ -4,7 +4,8 @@ Checks (broker/topic readable, queue id, subscription group), the subscription (
 when sysFlag bit 0x4 is set, else from the group's heartbeat), the store read with tags-code
 filtering, the status → response-code table of protocol.md §3.2, the commit offset carried in
 the pull (bit 0x1, first pass only) and long polling (bit 0x2, :mod:`broker.longpoll`).
-The response body is the concatenation of the raw commitlog records.
+The response body is the concatenation of the raw commitlog records. A PULL_OFFSET_MOVED answer
+also stores an ``OffsetMovedEvent`` on the ``OFFSET_MOVED_EVENT`` system topic, as a master does.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from broker import jsonutil
 from broker.client_manager import SUB_ALL, SubscriptionData
+from broker.commitlog.record import MessageRecord
 from broker.filter.message_filter import pull_filter
 from broker.processors.common import PERM_READ, status_name
 from broker.processors.context import BrokerContext
@@ -21,6 +24,9 @@ from broker.remoting.command import RemotingCommand
 from broker.remoting.headers import PullMessageRequestHeader
 
 log = logging.getLogger(__name__)
+
+#: ``TopicValidator.RMQ_SYS_OFFSET_MOVED_EVENT``.
+OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 
 # PullSysFlag
 FLAG_COMMIT_OFFSET = 0x1
@@ -173,7 +179,37 @@ class PullMessageProcessor:
                     cmd, conn, topic, queue_id, h.queue_offset, timeout,
                     None if tags_filter is None else sub, wake_on_arrival=long_polling)
         if code == ResponseCode.PULL_OFFSET_MOVED:
+            self._offset_moved_event(group, topic, queue_id, h.queue_offset,
+                                     result.next_begin_offset)
             log.warning("PULL_OFFSET_MOVED: correction offset. topic=%s, groupId=%s, "
                         "queueId=%d, requestOffset=%d, newOffset=%s, status=%s", topic, group,
                         queue_id, h.queue_offset, result.next_begin_offset, status)
         return cmd.response(code, status, ext)
+
+    def _offset_moved_event(self, group: str, topic: str, queue_id: int, requested: int,
+                            new_offset: int) -> None:
+        """``generateOffsetMovedEvent``: record the correction on ``OFFSET_MOVED_EVENT``."""
+        ctx = self.ctx
+        event = {
+            "consumerGroup": group,
+            "messageQueue": {"brokerName": ctx.broker_name, "queueId": queue_id, "topic": topic},
+            "offsetNew": new_offset,
+            "offsetRequest": requested,
+        }
+        record = MessageRecord(
+            topic=OFFSET_MOVED_EVENT,
+            body=jsonutil.dumps(event),
+            queue_id=0,
+            # setTags + setKeys + setDelayTimeLevel(0)
+            properties={"TAGS": group, "KEYS": group, "DELAY": "0"},
+            born_timestamp=ctx.now_ms(),
+            born_host=ctx.store_host,
+            store_host=ctx.store_host,
+        )
+        try:
+            result = ctx.store.put_message(record)
+        except Exception:
+            log.exception("generateOffsetMovedEvent failed")
+            return
+        if status_name(result.status) != "PUT_OK":
+            log.warning("generateOffsetMovedEvent: %s", status_name(result.status))

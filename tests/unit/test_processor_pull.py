@@ -249,3 +249,16 @@ def test_short_polling_waits_its_timeout_even_if_a_message_arrives(tmp_path):
     ctx.clock.advance(1.0)
     assert got[0].code == ResponseCode.SUCCESS
     ctx.store.shutdown()
+
+
+def test_offset_moved_records_an_offset_moved_event(ctx, pull, send):
+    """PULL_OFFSET_MOVED stores an OffsetMovedEvent on OFFSET_MOVED_EVENT (tags = group)."""
+    import json
+
+    send("P11")
+    pull.process(pull_cmd("P11", 0, 9, group="gm"), FakeConn())
+    res = ctx.store.get_message("x", "OFFSET_MOVED_EVENT", 0, 0, 1)
+    (_, rec), = iter_records(res.messages[0])
+    event = json.loads(rec.body)
+    assert (event["consumerGroup"], event["offsetRequest"], event["offsetNew"]) == ("gm", 9, 1)
+    assert event["messageQueue"]["topic"] == "P11" and rec.properties["TAGS"] == "gm"
