@@ -26,6 +26,7 @@ SUBCOMMAND_MODULES: list[tuple[str, bool]] = [
     ("broker.cli", True),
     ("reports.cli", False),
     ("admin.cli", False),
+    ("client.admin_cli", False),
 ]
 
 #: Where ``up`` keeps its data when neither ``--store`` nor ``storePathRootDir`` says:
