@@ -264,3 +264,39 @@ def deferLater(seconds):
     from twisted.internet import task
 
     return task.deferLater(reactor, seconds, lambda: None)
+
+
+@pytest_twisted.inlineCallbacks
+def test_retry_topic_is_routed_right_after_the_first_heartbeat(cluster, clients):
+    """A consumer's heartbeat creates %RETRY%group and the name server routes it at once."""
+    namesrv, broker = cluster
+    c = clients()
+    yield c.invoke(broker.addr, heartbeat("c9", "GR", "TopicR"))
+    for _ in range(50):
+        resp = yield c.invoke(namesrv.addr, RemotingCommand.request(
+            RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "%RETRY%GR"}))
+        if resp.code == ResponseCode.SUCCESS:
+            break
+        yield deferLater(0.02)
+    assert resp.code == ResponseCode.SUCCESS
+    assert json.loads(resp.body)["queueDatas"][0]["readQueueNums"] == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_topic_created_by_admin_is_routed(cluster, clients):
+    """UPDATE_AND_CREATE_TOPIC on the broker makes the name server route the topic."""
+    namesrv, broker = cluster
+    c = clients()
+    resp = yield c.invoke(broker.addr, RemotingCommand.request(
+        RequestCode.UPDATE_AND_CREATE_TOPIC, {
+            "topic": "AdminTopic", "defaultTopic": "TBW102", "readQueueNums": "3",
+            "writeQueueNums": "3", "perm": "6", "topicFilterType": "SINGLE_TAG",
+            "topicSysFlag": "0", "order": "false"}))
+    assert resp.code == ResponseCode.SUCCESS
+    for _ in range(50):
+        route = yield c.invoke(namesrv.addr, RemotingCommand.request(
+            RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "AdminTopic"}))
+        if route.code == ResponseCode.SUCCESS:
+            break
+        yield deferLater(0.02)
+    assert json.loads(route.body)["queueDatas"][0]["writeQueueNums"] == 3
