@@ -139,6 +139,7 @@ class BrokerController:
         if enable_schedule:
             self.schedule = self._make_schedule_services()
         self._ports: list[Any] = []
+        self._vip_port: int | None = None
         self._loops: list[LoopingCall] = []
         self._register_call: Any = None
         self.running = False
@@ -212,8 +213,6 @@ class BrokerController:
     def vip_port(self) -> int | None:
         """The VIP channel's port (``listenPort - 2``), if listening."""
         return self._vip_port
-
-    _vip_port: int | None = None
 
     # --- lifecycle -----------------------------------------------------------------------------
     def start(self) -> defer.Deferred:
