@@ -19,6 +19,7 @@ import random
 from typing import Any
 
 from broker.commitlog.record import MessageRecord
+from broker.commitlog.results import PutMessageStatus
 from broker.message import (
     PROPERTY_CLUSTER,
     PROPERTY_REAL_QUEUE_ID,
@@ -330,6 +331,16 @@ class SendMessageProcessor:
         self, cmd: RemotingCommand, result: Any, queue_id: int, ext: dict[str, str],
         topic: str, count: int, size: int,
     ) -> Any:
+        if result.status is PutMessageStatus.PUT_OK and not self.sync_flush:
+            # The common case, without the status table.
+            self.ctx.stats.on_put(topic, count, size)
+            if cmd.is_oneway:
+                return None
+            append = result.append
+            ext["msgId"] = self._msg_id(append)
+            ext["queueId"] = str(queue_id)
+            ext["queueOffset"] = str(append.queue_offset)
+            return cmd.response(ResponseCode.SUCCESS, None, ext)
         if self.sync_flush and status_name(result.status) == "PUT_OK":
             d = result.flushed
             d.addCallback(
@@ -349,7 +360,6 @@ class SendMessageProcessor:
             return cmd.response(code, remark, ext)
         self.ctx.stats.on_put(topic, count, size)
         append = result.append
-        ext = dict(ext)
         ext["msgId"] = self._msg_id(append)
         ext["queueId"] = str(queue_id)
         ext["queueOffset"] = str(append.queue_offset)
