@@ -161,6 +161,7 @@ class DelayLevelService:
         self._calls: dict[int, Any] = {}
         self._persist_loop: LoopingCall | None = None
         self._running = False
+        self._dirty = False
         self.delivered = 0
         self.dropped = 0
 
@@ -184,10 +185,13 @@ class DelayLevelService:
         self._calls.clear()
         if self._persist_loop is not None and self._persist_loop.running:
             self._persist_loop.stop()
-        self.persist()
+        self.persist(force=True)
 
-    def persist(self) -> None:
-        """Write ``config/delayOffset.json``."""
+    def persist(self, force: bool = False) -> None:
+        """Write ``config/delayOffset.json`` (periodically only when an offset moved)."""
+        if not (force or self._dirty):
+            return
+        self._dirty = False
         try:
             self.offsets.persist()
         except Exception:
@@ -269,5 +273,6 @@ class DelayLevelService:
                     self.delivered += 1
             offset += 1
             self.offsets.set(level, offset)
+            self._dirty = True
         # Batch exhausted: continue on the next reactor turn so a backlog does not starve it.
         self._arm(level, 0.0)

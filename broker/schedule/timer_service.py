@@ -86,6 +86,7 @@ class TimerService:
         self._replay_call = None
         self._checkpoint_loop: LoopingCall | None = None
         self._running = False
+        self._saved_state: tuple[int, int] | None = None
         self.delivered = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -120,7 +121,7 @@ class TimerService:
         self._replay_call = None
         if self._checkpoint_loop is not None and self._checkpoint_loop.running:
             self._checkpoint_loop.stop()
-        self.save_checkpoint()
+        self.save_checkpoint(force=True)
         self.slog.close()
         self.dlog.close()
 
@@ -135,8 +136,12 @@ class TimerService:
             if bucket + self.slog.bucket_ms <= now:
                 self._maybe_drop(bucket)
 
-    def save_checkpoint(self) -> None:
-        """Persist the replay cursor (and fsync the logs if configured)."""
+    def save_checkpoint(self, force: bool = False) -> None:
+        """Persist the replay cursor (and fsync the logs if configured) when it moved."""
+        state = (self.replay_offset, self.dropped_below_ms)
+        if not force and state == self._saved_state:
+            return
+        self._saved_state = state
         if self.config.fsync:
             self.slog.flush()
             self.dlog.flush()
