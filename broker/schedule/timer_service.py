@@ -172,11 +172,11 @@ class TimerService:
             self.replay_offset = min_offset
         units = store.get_consume_queue_units(TIMER_TOPIC, 0, self.replay_offset, REPLAY_BATCH)
         for commitlog_offset, size, _tags in units:
-            raw = store.read_raw(commitlog_offset, size)
             try:
+                raw = store.read_raw(commitlog_offset, size)
                 record = decode_record(raw, with_body=False)
                 due = timer_out_ms(record)
-            except RecordError as exc:
+            except (RecordError, ValueError, OSError) as exc:  # CommitLogError too
                 log.error("timer: unreadable message at commitlog offset %d (%s); skipped",
                           commitlog_offset, exc)
                 self.replay_offset += 1

@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-from twisted.internet.task import Clock
+import pytest
+from schedule_support import STORE_KINDS, boot
 
 from broker.commitlog.record import MessageRecord
 from broker.message import create_offset_msg_id
-from broker.schedule import ScheduleConfig, ScheduleServices
 from broker.schedule.delay_levels import DelayLevels
-from broker.schedule.fake_store import FakeStore
 from broker.schedule.retry import build_send_back_record
 
 T0 = 1_700_000_000_000
-
-
-def boot(tmp_path):
-    clock = Clock()
-    clock.advance(T0 / 1000)
-    store = FakeStore(clock)
-    services = ScheduleServices(store, clock, ScheduleConfig(store_path_root_dir=str(tmp_path)))
-    services.load()
-    services.start()
-    return clock, store, services
 
 
 def original(reconsume=0, **props):
@@ -30,34 +19,34 @@ def original(reconsume=0, **props):
                          store_host=("10.0.0.1", 10911))
 
 
-def test_full_ladder_of_sixteen_retries_then_dlq(tmp_path):
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_full_ladder_of_sixteen_retries_then_dlq(tmp_path, kind):
     """Sixteen send-backs go to %RETRY%g with delays 10s..2h (levels 3..18); the
     seventeenth goes to %DLQ%g queue 0 at once."""
-    clock, store, services = boot(tmp_path)
+    h = boot(tmp_path, kind, T0)
+    services = h.services
     levels = DelayLevels.parse()
-    store.put_message(MessageRecord(topic="Orders", body=b"pay", queue_id=1,
-                                    properties={"TAGS": "t", "UNIQ_KEY": "U1"}))
-    [current] = store.messages("Orders")
+    h.send(topic="Orders", body=b"pay", TAGS="t", UNIQ_KEY="U1")
+    [current] = h.messages("Orders")
     origin_id = create_offset_msg_id(*current.store_host, current.physical_offset)
     for attempt in range(1, 17):
         back = services.send_back(current, "g", 0, 16, 121)
         assert not back.to_dlq and back.delay_level == 2 + attempt
-        store.put_message(services.transform_for_put(back.record))
-        sent = int(clock.seconds() * 1000)
-        due = sent + levels.delay_ms(2 + attempt)
-        clock.advance((due - sent - 5) / 1000)
-        assert len(store.messages("%RETRY%g")) == attempt - 1
-        clock.advance(0.01)
-        current = store.messages("%RETRY%g")[-1]
-        assert due <= current.store_timestamp <= due + 5
+        h.store.put_message(services.transform_for_put(back.record))
+        due = h.now() + levels.delay_ms(2 + attempt)
+        h.run_until(due - 1)
+        assert len(h.messages("%RETRY%g")) == attempt - 1
+        h.run_until(due + 2)
+        current = h.messages("%RETRY%g")[-1]
+        assert due <= current.store_timestamp <= due + 2
         assert current.reconsume_times == attempt
         assert current.properties["RETRY_TOPIC"] == "Orders"
         assert current.properties["ORIGIN_MESSAGE_ID"] == origin_id
         assert current.properties["UNIQ_KEY"] == "U1"
     back = services.send_back(current, "g", 0, 16, 121)
     assert back.to_dlq
-    store.put_message(services.transform_for_put(back.record))
-    [dead] = store.messages("%DLQ%g")
+    h.store.put_message(services.transform_for_put(back.record))
+    [dead] = h.messages("%DLQ%g")
     assert dead.queue_id == 0 and dead.reconsume_times == 17 and dead.body == b"pay"
     assert dead.properties["RETRY_TOPIC"] == "Orders"
 

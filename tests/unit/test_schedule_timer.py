@@ -6,63 +6,30 @@ from __future__ import annotations
 import os
 
 import pytest
-from twisted.internet.task import Clock
+from schedule_support import STORE_KINDS, boot, clean_restart, crash_and_reboot
 
 from broker.commitlog.record import MessageRecord
 from broker.message import TIMER_TOPIC
-from broker.schedule import ScheduleConfig, ScheduleServices, TimerMessageError
-from broker.schedule.fake_store import FakeStore
+from broker.schedule import TimerMessageError
 from broker.schedule.timer_message import transform_timer_message
-from broker.schedule.timer_service import TimerConfig
 
 H = 3_600_000
 T0 = 1_700_000_000_000 - 1_700_000_000_000 % H + 10 * 60_000  # 10 min into a bucket
 YEAR = 365 * 86_400_000
 
 
-def boot(tmp_path, store=None, at_ms=T0, **timer):
-    clock = Clock()
-    clock.advance(at_ms / 1000)
-    store = store or FakeStore(clock)
-    store.clock = clock
-    cfg = ScheduleConfig(store_path_root_dir=str(tmp_path), timer=TimerConfig(**timer))
-    services = ScheduleServices(store, clock, cfg)
-    services.load()
-    services.start()
-    return clock, store, services
+@pytest.fixture(params=STORE_KINDS)
+def kind(request):
+    return request.param
 
 
-def crash_and_reboot(tmp_path, clock, store, **timer):
-    """Drop all process state (no shutdown) and start again on the same store and files."""
-    return boot(tmp_path, store=store, at_ms=int(clock.seconds() * 1000), **timer)
+def send_at(h, deliver_ms, key, topic="T", queue_id=1):
+    return h.send(topic=topic, queue_id=queue_id, body=key.encode(), UNIQ_KEY=key,
+                  TIMER_DELIVER_MS=str(deliver_ms))
 
 
-def now(clock):
-    return int(clock.seconds() * 1000)
-
-
-def send_at(services, store, deliver_ms, key, topic="T", queue_id=1):
-    rec = MessageRecord(topic=topic, body=key.encode(), queue_id=queue_id,
-                        properties={"UNIQ_KEY": key, "TIMER_DELIVER_MS": str(deliver_ms)})
-    return store.put_message(services.transform_for_put(rec))
-
-
-def delivered(store, topic="T"):
-    return {m.properties["UNIQ_KEY"]: m for m in store.messages(topic)}
-
-
-def run_until(clock, ms, step_ms=None, jump=False):
-    """Advance like a real reactor: stop at every pending call's time (and every step_ms).
-    ``jump`` advances in one go (pending calls then run late, at ``ms``)."""
-    if jump:
-        clock.advance(max(ms - now(clock), 0) / 1000)
-        return
-    target = ms / 1000
-    while now(clock) < ms:
-        nxt = min([c.getTime() for c in clock.getDelayedCalls()] + [target])
-        if step_ms is not None:
-            nxt = min(nxt, clock.seconds() + step_ms / 1000)
-        clock.advance(max(nxt - clock.seconds(), 0.0001))
+def timer_files(h, kind_dir):
+    return sorted(os.listdir(os.path.join(h.services.timer.root, kind_dir)))
 
 
 # --- transform ------------------------------------------------------------------------------
@@ -105,29 +72,39 @@ def test_delay_level_wins_over_timer_properties():
 
 
 # --- delivery -------------------------------------------------------------------------------
-def test_arbitrary_times_across_bucket_boundaries_fire_on_time(tmp_path):
-    """Messages either side of bucket boundaries arrive no earlier than due, within a tick."""
-    clock, store, services = boot(tmp_path)
+def test_arbitrary_times_across_bucket_boundaries_fire_on_time(tmp_path, kind):
+    """Messages either side of bucket boundaries arrive in due order, no earlier than due and
+    within one tick; segment files are named by bucket start."""
+    h = boot(tmp_path, kind, T0)
     start = T0 - T0 % H
     dues = [T0 + 1234, start + H - 1, start + H, start + H + 1, start + 2 * H + 777,
             start + 3 * H - 1, start + 5 * H + 59_999]
     for i, due in enumerate(dues):
-        send_at(services, store, due, f"k{i}")
-    run_until(clock, dues[-1] + 11, step_ms=997)
-    got = delivered(store)
+        send_at(h, due, f"k{i}")
+    h.run_until(dues[-1] + 11, step_ms=997)
+    got = h.by_key()
     for i, due in enumerate(dues):
         assert due <= got[f"k{i}"].store_timestamp <= due + 11
-    assert [m.properties["UNIQ_KEY"] for m in store.messages("T")] == [f"k{i}" for i in range(7)]
-    names = sorted(os.listdir(tmp_path / "timer" / "schedule_log"))
-    assert all(int(n) % H == 0 for n in names)
+    assert [m.properties["UNIQ_KEY"] for m in h.messages("T")] == [f"k{i}" for i in range(7)]
 
 
-def test_delivered_record_has_real_topic_and_timer_properties(tmp_path):
+def test_segments_are_named_by_bucket_start(tmp_path, kind):
+    """Each due time lands in the schedule_log segment named after its bucket's start."""
+    h = boot(tmp_path, kind, T0)
+    start = T0 - T0 % H
+    for i, due in enumerate([start + H - 1, start + H, start + 4 * H + 5]):
+        send_at(h, due, f"k{i}")
+    h.clock.advance(0)
+    assert timer_files(h, "schedule_log") == [f"{b:020d}" for b in
+                                              (start, start + H, start + 4 * H)]
+
+
+def test_delivered_record_has_real_topic_and_timer_properties(tmp_path, kind):
     """The due message goes to REAL_TOPIC/REAL_QID with TIMER_ENQUEUE_MS/TIMER_DEQUEUE_MS."""
-    clock, store, services = boot(tmp_path)
-    send_at(services, store, T0 + 5000, "a", queue_id=3)
-    run_until(clock, T0 + 5020)
-    got = delivered(store)["a"]
+    h = boot(tmp_path, kind, T0)
+    send_at(h, T0 + 5000, "a", queue_id=3)
+    h.run_until(T0 + 5020)
+    got = h.by_key()["a"]
     assert got.queue_id == 3 and got.body == b"a"
     assert got.properties["TIMER_ENQUEUE_MS"] == str(T0)
     assert int(got.properties["TIMER_DEQUEUE_MS"]) == got.store_timestamp
@@ -135,133 +112,129 @@ def test_delivered_record_has_real_topic_and_timer_properties(tmp_path):
     assert got.properties["REAL_TOPIC"] == "T"  # string computed before REAL_* are cleared
 
 
-def test_message_for_a_loaded_bucket_goes_straight_into_the_wheel(tmp_path):
+def test_message_for_a_loaded_bucket_goes_straight_into_the_wheel(tmp_path, kind):
     """A message due within the loaded horizon is in the wheel as soon as it is replayed."""
-    clock, store, services = boot(tmp_path)
-    send_at(services, store, T0 + 30 * 60_000, "soon")
-    clock.advance(0)
-    assert services.timer.pending == 1
+    h = boot(tmp_path, kind, T0)
+    send_at(h, T0 + 30 * 60_000, "soon")
+    h.clock.advance(0)
+    assert h.services.timer.pending == 1
 
 
-def test_far_message_waits_on_disk_until_its_bucket_loads(tmp_path):
+def test_far_message_waits_on_disk_until_its_bucket_loads(tmp_path, kind):
     """A message for a bucket beyond the horizon is only in the schedule_log until the loader
     brings its bucket in, load_advance before the bucket starts."""
-    clock, store, services = boot(tmp_path)
+    h = boot(tmp_path, kind, T0)
     due = T0 - T0 % H + 5 * H + 123
-    send_at(services, store, due, "later")
-    clock.advance(0)
-    assert services.timer.pending == 0
+    send_at(h, due, "later")
+    h.clock.advance(0)
+    assert h.services.timer.pending == 0
     bucket = due - due % H
-    run_until(clock, bucket - 30 * 60_000 - 1)
-    assert services.timer.pending == 0
-    run_until(clock, bucket - 30 * 60_000 + 1)
-    assert services.timer.pending == 1
-    run_until(clock, due + 10)
-    assert "later" in delivered(store)
+    h.run_until(bucket - 30 * 60_000 - 1)
+    assert h.services.timer.pending == 0
+    h.run_until(bucket - 30 * 60_000 + 1)
+    assert h.services.timer.pending == 1
+    h.run_until(due + 10)
+    assert "later" in h.by_key()
 
 
-def test_message_arriving_for_the_bucket_being_loaded_is_not_missed(tmp_path):
+def test_message_arriving_for_the_bucket_being_loaded_is_not_missed(tmp_path, kind):
     """Messages for the next bucket sent just before, at and after its load all arrive once."""
-    clock, store, services = boot(tmp_path)
+    h = boot(tmp_path, kind, T0)
     bucket = T0 - T0 % H + H
     load_at = bucket - 30 * 60_000
-    run_until(clock, load_at - 1)
-    send_at(services, store, bucket + 10, "before")
-    run_until(clock, load_at)
-    send_at(services, store, bucket + 20, "at")
-    clock.advance(0.001)
-    send_at(services, store, bucket + 30, "after")
-    run_until(clock, bucket + 100)
-    assert sorted(delivered(store)) == ["after", "at", "before"]
-    assert len(store.messages("T")) == 3
+    h.run_until(load_at - 1)
+    send_at(h, bucket + 10, "before")
+    h.run_until(load_at)
+    send_at(h, bucket + 20, "at")
+    h.run_until(load_at + 1)
+    send_at(h, bucket + 30, "after")
+    h.run_until(bucket + 100)
+    assert sorted(h.by_key()) == ["after", "at", "before"]
+    assert len(h.messages("T")) == 3
 
 
-def test_two_years_ahead_is_delivered_after_two_years(tmp_path):
+def test_two_years_ahead_is_delivered_after_two_years(tmp_path, kind):
     """A message two years out is delivered then, with nothing in memory meanwhile."""
-    clock, store, services = boot(tmp_path)
+    h = boot(tmp_path, kind, T0)
     due = T0 + 2 * YEAR - 1000
-    send_at(services, store, due, "far")
-    run_until(clock, due - 2 * H, jump=True)
-    assert services.timer.pending == 0 and delivered(store) == {}
-    run_until(clock, due + 10)
-    assert due <= delivered(store)["far"].store_timestamp <= due + 10
+    send_at(h, due, "far")
+    h.run_until(due - 2 * H, jump=True)
+    assert h.services.timer.pending == 0 and h.by_key() == {}
+    h.run_until(due + 10)
+    assert due <= h.by_key()["far"].store_timestamp <= due + 10
 
 
-def test_past_deliver_time_is_delivered_immediately(tmp_path):
+def test_past_deliver_time_is_delivered_immediately(tmp_path, kind):
     """A deliver time in the past is stored on the real topic at once."""
-    clock, store, services = boot(tmp_path)
-    send_at(services, store, T0 - 5000, "past")
-    assert delivered(store)["past"].store_timestamp == T0
+    h = boot(tmp_path, kind, T0)
+    send_at(h, T0 - 5000, "past")
+    assert h.by_key()["past"].store_timestamp == T0
 
 
-def test_failed_put_is_retried(tmp_path):
+def test_failed_put_is_retried(tmp_path, kind):
     """A failed put on the real topic is retried until it succeeds."""
-    clock, store, services = boot(tmp_path)
-    send_at(services, store, T0 + 1000, "x")
-    clock.advance(0)
-    store.fail_puts = 2
-    run_until(clock, T0 + 2000, step_ms=50)
-    assert len(store.messages("T")) == 1
+    h = boot(tmp_path, kind, T0)
+    send_at(h, T0 + 1000, "x")
+    h.clock.advance(0)
+    h.fail_puts(2)
+    h.run_until(T0 + 2000)
+    assert len(h.messages("T")) == 1
 
 
-def test_dispatched_past_bucket_is_dropped_whole(tmp_path):
+def test_dispatched_past_bucket_is_dropped_whole(tmp_path, kind):
     """Once a bucket has ended and all its messages are dispatched, both files are removed."""
-    clock, store, services = boot(tmp_path)
-    send_at(services, store, T0 + 1000, "a")
-    run_until(clock, T0 + 2000)
-    bucket_name = f"{T0 - T0 % H:020d}"
-    assert bucket_name in os.listdir(tmp_path / "timer" / "schedule_log")
-    run_until(clock, T0 - T0 % H + H + 2000, step_ms=1000)
-    assert bucket_name not in os.listdir(tmp_path / "timer" / "schedule_log")
-    assert bucket_name not in os.listdir(tmp_path / "timer" / "dispatch_log")
+    h = boot(tmp_path, kind, T0)
+    send_at(h, T0 + 1000, "a")
+    h.run_until(T0 + 2000)
+    name = f"{T0 - T0 % H:020d}"
+    assert name in timer_files(h, "schedule_log")
+    h.run_until(T0 - T0 % H + H + 2000)
+    assert name not in timer_files(h, "schedule_log")
+    assert name not in timer_files(h, "dispatch_log")
 
 
 def test_old_commitlog_may_go_once_copied(tmp_path):
     """The schedule_log holds the whole message: deleting the commitlog copy loses nothing."""
-    clock, store, services = boot(tmp_path)
-    send_at(services, store, T0 + 3 * H, "kept")
-    clock.advance(0)
-    store.forget_commitlog_before(store.next_offset)
-    run_until(clock, T0 + 3 * H + 10)
-    assert delivered(store)["kept"].body == b"kept"
+    h = boot(tmp_path, "fake", T0)
+    send_at(h, T0 + 3 * H, "kept")
+    h.clock.advance(0)
+    h.store.forget_commitlog_before(h.store.next_offset)
+    h.run_until(T0 + 3 * H + 10)
+    assert h.by_key()["kept"].body == b"kept"
 
 
 # --- crash recovery ---------------------------------------------------------------------------
-def test_restart_mid_bucket_loses_and_duplicates_nothing(tmp_path):
+def test_restart_mid_bucket_loses_and_duplicates_nothing(tmp_path, kind):
     """Crash halfway through a bucket: after restart every message arrives exactly once."""
-    clock, store, services = boot(tmp_path)
-    dues = [T0 + 1000 * i for i in range(1, 201)]
-    for i, due in enumerate(dues):
-        send_at(services, store, due, f"m{i}")
-    run_until(clock, T0 + 100_500, step_ms=37)
-    assert len(store.messages("T")) == 100
-    clock, store, services = crash_and_reboot(tmp_path, clock, store)
-    run_until(clock, T0 + 201_000, step_ms=1000)
-    keys = [m.properties["UNIQ_KEY"] for m in store.messages("T")]
+    h = boot(tmp_path, kind, T0)
+    for i in range(1, 201):
+        send_at(h, T0 + 1000 * i, f"m{i}")
+    h.run_until(T0 + 100_500)
+    assert len(h.messages("T")) == 100
+    h = crash_and_reboot(h)
+    h.run_until(T0 + 201_000)
+    keys = [m.properties["UNIQ_KEY"] for m in h.messages("T")]
     assert len(keys) == 200 and len(set(keys)) == 200
 
 
-def test_restart_with_stale_checkpoint_does_not_copy_twice(tmp_path):
+def test_restart_with_stale_checkpoint_does_not_copy_twice(tmp_path, kind):
     """If the checkpoint lags the schedule_log, replay resumes after the last copied offset."""
-    clock, store, services = boot(tmp_path)
+    h = boot(tmp_path, kind, T0)
     for i in range(10):
-        send_at(services, store, T0 + 2 * H + i, f"m{i}")
-    clock.advance(0)  # replayed, checkpoint not yet written
-    assert not os.path.exists(services.timer.checkpoint_path)
-    clock, store, services = crash_and_reboot(tmp_path, clock, store)
-    run_until(clock, T0 + 2 * H + 100, step_ms=60_000)
-    assert len(store.messages("T")) == 10
+        send_at(h, T0 + 2 * H + i, f"m{i}")
+    h.clock.advance(0)  # replayed, checkpoint not yet written
+    assert not os.path.exists(h.services.timer.checkpoint_path)
+    h = crash_and_reboot(h)
+    h.run_until(T0 + 2 * H + 100)
+    assert len(h.messages("T")) == 10
 
 
-def test_restart_after_downtime_delivers_overdue_messages(tmp_path):
+def test_restart_after_downtime_delivers_overdue_messages(tmp_path, kind):
     """Messages that came due while the broker was down are delivered right after start."""
-    clock, store, services = boot(tmp_path)
+    h = boot(tmp_path, kind, T0)
     for i in range(5):
-        send_at(services, store, T0 + 10_000 + i, f"m{i}")
-    clock.advance(0)
-    services.shutdown()
-    clock2 = Clock()
-    clock2.advance((T0 + 3 * H) / 1000)
-    clock, store, services = crash_and_reboot(tmp_path, clock2, store)
-    clock.advance(0.01)
-    assert sorted(delivered(store)) == [f"m{i}" for i in range(5)]
+        send_at(h, T0 + 10_000 + i, f"m{i}")
+    h.clock.advance(0)
+    h = clean_restart(h, at_ms=T0 + 3 * H)
+    h.clock.advance(0.01)
+    assert sorted(h.by_key()) == [f"m{i}" for i in range(5)]
