@@ -8,6 +8,7 @@ Every answer is JSON; errors are ``{"error": "..."}`` with status 400 or 404.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -104,6 +105,12 @@ OPENAPI: dict = {
         "/offsets": {"get": _op("Committed consumer offsets (optionally of one group) with lag",
                                 params=[_q("group", "string", "consumer group"),
                                         _q("broker", "string", "broker name (default: first)")])},
+        "/messages": {"get": _op(
+            "Stored messages of one queue, decoded (body as UTF-8 text or base64)",
+            params=[_q("topic", "string", "topic (required)"), _q("queueId", "integer", "queue"),
+                    _q("offset", "integer", "first logical offset"),
+                    _q("max", "integer", "at most this many (32)"),
+                    _q("broker", "string", "broker name (default: first)")])},
         "/broker/stop": {"post": _op("Stop a broker (default: the first), keeping its store",
                                      _BROKER_BODY)},
         "/broker/start": {"post": _op("Start a stopped broker again on its store", _BROKER_BODY)},
@@ -140,6 +147,7 @@ class ControlResource(resource.Resource):
             ("DELETE", "requests"): self.clear_requests,
             ("GET", "topics"): self.topics,
             ("GET", "offsets"): self.offsets,
+            ("GET", "messages"): self.messages,
             ("POST", "broker/stop"): lambda req, body: self._done(
                 cluster.stop_broker_async(self._broker(body))),
             ("POST", "broker/start"): lambda req, body: self._done(
@@ -334,6 +342,29 @@ class ControlResource(resource.Resource):
                 max_offset = store.get_max_offset_in_queue(topic, qid)
                 out.append({"group": group, "topic": topic, "queueId": qid, "offset": offset,
                             "maxOffset": max_offset, "lag": max(max_offset - offset, 0)})
+        return out
+
+    def messages(self, request: Any, body: Any) -> list:
+        q = self._query(request)
+        if "topic" not in q:
+            raise ApiError(400, "give topic (and queueId, offset, max)")
+        store = self._store(request)
+        found = store.get_message("rmq-emu-control-api", q["topic"], int(q.get("queueId", 0)),
+                                  int(q.get("offset", 0)), min(int(q.get("max", 32)), 1000))
+        from client.message import decode_messages
+
+        msgs = decode_messages(b"".join(bytes(m) for m in (found.messages or [])))
+        out = []
+        for m in msgs:
+            try:
+                text, encoding = m.body.decode("utf-8"), "utf-8"
+            except UnicodeDecodeError:
+                text, encoding = base64.b64encode(m.body).decode(), "base64"
+            out.append({"topic": m.topic, "queueId": m.queue_id, "queueOffset": m.queue_offset,
+                        "msgId": m.msg_id, "offsetMsgId": m.offset_msg_id, "tags": m.tags,
+                        "keys": m.keys, "properties": m.properties, "body": text,
+                        "bodyEncoding": encoding, "bornTimestamp": m.born_timestamp,
+                        "storeTimestamp": m.store_timestamp, "reconsumeTimes": m.reconsume_times})
         return out
 
     def reset(self, request: Any, body: Any) -> dict:

@@ -73,7 +73,8 @@ def test_fault_rules_over_http_reach_the_client(cluster):
 
 
 def test_topics_and_offsets_state(cluster):
-    """/topics shows queue max offsets; /offsets shows a group's committed offsets and lag."""
+    """/topics shows queue max offsets, /messages the stored messages, /offsets a group's
+    committed offsets and lag."""
     topic = unique("T")
     cluster.create_topic(topic, 1)
     producer = cluster.producer()
@@ -81,6 +82,9 @@ def test_topics_and_offsets_state(cluster):
         producer.send(Message(topic, f"m{i}".encode()))
     _, info = call(cluster, "GET", f"/topics/{topic}")
     assert info["queues"] == [{"queueId": 0, "minOffset": 0, "maxOffset": 3}]
+    _, msgs = call(cluster, "GET", f"/messages?topic={topic}&queueId=0&offset=1&max=5")
+    assert [(m["queueOffset"], m["body"]) for m in msgs] == [(1, "m1"), (2, "m2")]
+    assert msgs[0]["bodyEncoding"] == "utf-8" and len(msgs[0]["msgId"]) == 32
     _, topics = call(cluster, "GET", "/topics")
     assert topic in {t["topic"] for t in topics}
     consumer = cluster.pull_consumer(group="G-ctl")
