@@ -202,3 +202,21 @@ async def _send_reply(producer: Producer, reply: Message, timeout: float | None)
             producer._header(mq, sys_flag, reply.flag, props_str), body),
         uniq,
     )
+
+
+# --- blocking facade ------------------------------------------------------------------------------
+def blocking_request(producer: Any, msg: Message, timeout: float = 3.0) -> MessageExt:
+    """:func:`request` for a :class:`~client.blocking.BlockingProducer` (or a Producer) from
+    code that does not use Twisted: returns the reply or raises RequestTimeoutError."""
+    from client.blocking import run_blocking
+
+    target = getattr(producer, "_target", producer)
+    return run_blocking(request, target, msg, timeout, timeout=timeout + 5.0)
+
+
+def blocking_send_reply(producer: Any, reply: Message) -> SendResult:
+    """:func:`send_reply` for a blocking producer."""
+    from client.blocking import run_blocking
+
+    target = getattr(producer, "_target", producer)
+    return run_blocking(send_reply, target, reply)

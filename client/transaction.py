@@ -39,6 +39,7 @@ from broker.message import (
 )
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand
+from client.blocking import _Blocking, run_blocking, threaded_reactor
 from client.message import Message, MessageExt, MQClientError, SendResult, SendStatus
 from client.producer import Producer
 
@@ -111,6 +112,7 @@ class TransactionProducer(Producer):
         super().__init__(group, namesrv_addr, **kw)
         self.check_listener = check_listener
         self._prepared: set[int] = set()
+        self._announced: set[str] = set()
         #: CHECK_TRANSACTION_STATE requests seen (for tests and diagnostics).
         self.checks_received = 0
 
@@ -152,6 +154,7 @@ class TransactionProducer(Producer):
             raise MQClientError(f"send message Exception: {exc}") from exc
         finally:
             self._prepared.discard(id(msg))
+        await self._announce(send_result.message_queue.broker_name)
         state = LocalTransactionState.UNKNOW
         error: BaseException | None = None
         if send_result.status is SendStatus.SEND_OK:
@@ -169,6 +172,17 @@ class TransactionProducer(Producer):
         except Exception as exc:
             log.warning("local transaction %s end %s failed: %s", send_result.msg_id, state, exc)
         return TransactionSendResult(send_result, state)
+
+    async def _announce(self, broker_name: str) -> None:
+        """Heartbeat once to a broker that now holds our half messages, so its check-back
+        finds this producer's connection without waiting for the 30 s heartbeat."""
+        if broker_name in self._announced:
+            return
+        self._announced.add(broker_name)
+        try:
+            await self.instance.send_heartbeat_to_all_brokers()
+        except Exception as exc:
+            log.debug("heartbeat after the first half message failed: %s", exc)
 
     async def end_transaction(self, send_result: SendResult, state: LocalTransactionState,
                               error: BaseException | None = None) -> None:
@@ -239,3 +253,37 @@ def _on_check(instance: Any, cmd: RemotingCommand, conn: Any) -> Any:
     d.addErrback(lambda f: log.error("answering a transaction check failed: %s",
                                      f.getTraceback()))
     return None if cmd.is_oneway else cmd.response(ResponseCode.SUCCESS)
+
+
+# --- blocking facade ------------------------------------------------------------------------------
+def _in_worker_thread(fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
+    """Run a user callback in the reactor's thread pool when the reactor has its own thread
+    (so it may block), else as is (pytest-twisted greenlet mode)."""
+    if fn is None or not threaded_reactor():
+        return fn
+    from twisted.internet import threads
+
+    def in_thread(*args: Any) -> defer.Deferred:
+        return threads.deferToThread(fn, *args)
+
+    return in_thread
+
+
+class BlockingTransactionProducer(_Blocking):
+    """:class:`TransactionProducer` with blocking calls (see :mod:`client.blocking`):
+    ``send_message_in_transaction(msg, executor) -> TransactionSendResult``; the executor and
+    the check listener run in worker threads when the reactor has its own thread."""
+
+    def __init__(self, group: str, namesrv_addr: str | list[str], *,
+                 check_listener: CheckListener | None = None, timeout: float | None = 30.0,
+                 **kw: Any) -> None:
+        self._target = TransactionProducer(group, namesrv_addr,
+                                           check_listener=_in_worker_thread(check_listener),
+                                           **kw)
+        self.timeout = timeout
+
+    def send_message_in_transaction(self, msg: Message, executor: Executor,
+                                    arg: Any = None) -> TransactionSendResult:
+        """Blocking :meth:`TransactionProducer.send_message_in_transaction`."""
+        return run_blocking(self._target.send_message_in_transaction, msg,
+                            _in_worker_thread(executor), arg, timeout=self.timeout)
