@@ -6,6 +6,7 @@ Pure functions only: no files, no reactor.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import itertools
 import os
@@ -128,6 +129,7 @@ def pack_host(host: str, port: int) -> bytes:
     return ipaddress.ip_address(host).packed + struct.pack(">i", port)
 
 
+@functools.lru_cache(maxsize=4096)  # decoders see few distinct hosts; ipaddress is slow
 def unpack_host(data: bytes) -> tuple[str, int]:
     """Inverse of :func:`pack_host` for an 8- or 20-byte block."""
     (port,) = struct.unpack_from(">i", data, len(data) - 4)

@@ -116,7 +116,7 @@ class ScheduleServices:
         if topic == RMQ_SYS_SCHEDULE_TOPIC:
             self.delay.on_arrival(queue_id, tags_code)
         elif topic == TIMER_TOPIC:
-            self.timer.on_arrival(queue_id)
+            self.timer.on_arrival(queue_id, queue_offset, record)
 
     def transform_for_put(self, record: MessageRecord) -> MessageRecord:
         """Apply the timer then the delay-level transform (HookUtils.handleScheduleMessage).

@@ -154,9 +154,24 @@ class TimerService:
         return len(self.wheel)
 
     # -- replayer ----------------------------------------------------------------------------
-    def on_arrival(self, queue_id: int) -> None:
-        """A message arrived on the timer topic: replay on the next reactor turn (coalesced)."""
-        if self._running and self._replay_call is None:
+    def on_arrival(self, queue_id: int, queue_offset: int | None = None,
+                   record: Any = None) -> None:
+        """A message arrived on the timer topic. Caught up and given the in-memory record, copy
+        it at once (no re-read of the properties); otherwise replay from the consume queue on
+        the next reactor turn (coalesced)."""
+        if not self._running:
+            return
+        if (record is not None and queue_offset == self.replay_offset
+                and self._replay_call is None):
+            try:
+                raw = self.store.read_raw(record.physical_offset, record.total_size)
+            except (ValueError, OSError) as exc:
+                log.error("timer: cannot read new message at %d (%s); replaying",
+                          record.physical_offset, exc)
+            else:
+                self._copy(raw, timer_out_ms(record), record.physical_offset)
+                return
+        if self._replay_call is None:
             self._replay_call = self.clock.callLater(0, self.replay)
 
     def replay(self) -> None:
@@ -174,25 +189,28 @@ class TimerService:
         for commitlog_offset, size, _tags in units:
             try:
                 raw = store.read_raw(commitlog_offset, size)
-                record = decode_record(raw, with_body=False)
-                due = timer_out_ms(record)
+                due = timer_out_ms(decode_record(raw, with_body=False))
             except (RecordError, ValueError, OSError) as exc:  # CommitLogError too
                 log.error("timer: unreadable message at commitlog offset %d (%s); skipped",
                           commitlog_offset, exc)
                 self.replay_offset += 1
                 continue
-            if due is None:
-                log.warning("timer: message at %d has no TIMER_OUT_MS; delivering now",
-                            commitlog_offset)
-                due = now_ms(self.clock)
-            bucket = self.slog.bucket_of(due)
-            self.loader.before_append(bucket)
-            bucket, entry = self.slog.append(due, self.replay_offset, bytes(raw))
-            if self.loader.accepts(bucket, entry):
-                self.wheel.add(due, (bucket, entry))
-            self.replay_offset += 1
+            self._copy(raw, due, commitlog_offset)
         if len(units) == REPLAY_BATCH:
             self._replay_call = self.clock.callLater(0, self.replay)
+
+    def _copy(self, raw: bytes, due: int | None, commitlog_offset: int) -> None:
+        """Append the message at ``replay_offset`` to its bucket; into the wheel if loaded."""
+        if due is None:
+            log.warning("timer: message at %d has no TIMER_OUT_MS; delivering now",
+                        commitlog_offset)
+            due = now_ms(self.clock)
+        bucket = self.slog.bucket_of(due)
+        self.loader.before_append(bucket)
+        bucket, entry = self.slog.append(due, self.replay_offset, bytes(raw))
+        if self.loader.accepts(bucket, entry):
+            self.wheel.add(due, (bucket, entry))
+        self.replay_offset += 1
 
     # -- dispatcher ----------------------------------------------------------------------------
     def _on_fire(self, batch: list[tuple[int, tuple[int, ScheduleEntry]]]) -> None:
