@@ -236,6 +236,11 @@ class TransactionalMessageService:
         new_offset = half_offset
         i = half_offset
         end = bridge.max_offset(half_topic)
+        first = bridge.min_offset(half_topic)
+        if i < first:
+            # The files holding older half messages were deleted (retention).
+            log.info("half queue offset %d is below the min offset %d: skipped ahead", i, first)
+            new_offset = i = first
         while i < end:
             if i in removed:
                 done_ops.add(removed.pop(i))
@@ -269,7 +274,7 @@ class TransactionalMessageService:
                 break
             copy = bridge.put_back_half_message(half)
             if copy is None:
-                continue  # Java retries the same offset on the next loop turn
+                break  # the store refuses writes: retry this offset at the next pass
             to_check.append(copy)
             new_offset = i = i + 1
         if new_offset != half_offset:

@@ -3,6 +3,8 @@ check-back, discard after transactionCheckMax, restart."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from twisted.internet.task import Clock
 
@@ -67,8 +69,8 @@ class Broker:
         self.store.shutdown()
 
     def heartbeat_producer(self, conn, group="txg") -> None:
-        body = ('{"clientID":"%s","consumerDataSet":[],"producerDataSet":[{"groupName":"%s"}]}'
-                % (conn.client_id, group)).encode()
+        body = json.dumps({"clientID": conn.client_id, "consumerDataSet": [],
+                           "producerDataSet": [{"groupName": group}]}).encode()
         resp = self.client.heart_beat(RemotingCommand.request(RequestCode.HEART_BEAT, body=body),
                                      conn)
         assert resp.code == ResponseCode.SUCCESS
@@ -326,3 +328,19 @@ def test_reject_transaction_message_refuses_half_messages(tmp_path, clock):
         assert b.pull_all(RMQ_SYS_TRANS_HALF_TOPIC, 0) == []
     finally:
         b.close()
+
+
+def test_check_pass_stops_when_the_half_copy_cannot_be_written(broker, clock, monkeypatch):
+    """A store refusing the put-back ends the pass (no endless loop); the message is checked
+    at a later pass once writes succeed."""
+    conn = FakeConn()
+    broker.heartbeat_producer(conn)
+    broker.send_half(conn)
+    clock.advance(10)
+    bridge = broker.tx.bridge
+    real = bridge.put_back_half_message
+    monkeypatch.setattr(bridge, "put_back_half_message", lambda half: None)
+    assert broker.tx.check_service.check_once() == 0
+    assert bridge.fetch_consume_offset(RMQ_SYS_TRANS_HALF_TOPIC) == 0
+    monkeypatch.setattr(bridge, "put_back_half_message", real)
+    assert broker.tx.check_service.check_once() == 1
