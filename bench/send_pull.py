@@ -59,12 +59,13 @@ def send_frame(queue_id: int = 0) -> bytes:
 
 
 def pull_frame(offset: int, queue_id: int = 0, max_nums: int = 32) -> bytes:
-    """One PULL_MESSAGE frame without the suspend flag (answer at once)."""
+    """One PULL_MESSAGE frame: subscription flag (4) only, so no heartbeat is needed and a
+    pull that finds nothing is answered at once (no suspend flag)."""
     from broker.remoting.command import RemotingCommand
 
     ext = {
         "consumerGroup": GROUP, "topic": TOPIC, "queueId": str(queue_id),
-        "queueOffset": str(offset), "maxMsgNums": str(max_nums), "sysFlag": "0",
+        "queueOffset": str(offset), "maxMsgNums": str(max_nums), "sysFlag": "4",
         "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*",
         "subVersion": "0", "expressionType": "TAG",
     }
@@ -318,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from twisted.internet import defer, reactor
 
-    logging.basicConfig(level=logging.WARNING)
+    # The broker warns about the auto-created topic and the like: expected here, and noise.
+    logging.basicConfig(level=logging.ERROR)
     profiler = None
     if args.profile:
         import cProfile
