@@ -125,7 +125,8 @@ class SendMessageProcessor:
         ext = cmd.ext_fields
         for wire, name in _BOOL_FIELDS.get(cmd.code, ()):
             raw = ext.get(wire)
-            if raw is None or raw == "false" or raw == "true" or raw.lower() in ("true", "false"):
+            # "0" (C++ clients' false) reads as false in Java too: nothing is misread.
+            if raw is None or raw in ("false", "true", "0") or raw.lower() in ("true", "false"):
                 continue
             client = client_key(conn)
             what = "a batch" if name == "batch" else f"{name}={raw!r}"

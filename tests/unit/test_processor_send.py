@@ -270,3 +270,12 @@ def test_send_back_of_an_unknown_offset_is_system_error(ctx, proc):
     assert resp.code == ResponseCode.SYSTEM_ERROR
     assert resp.remark == "look message by offset failed, 123456"
 
+
+
+def test_boolean_zero_is_not_reported_as_misread(ctx, proc, caplog):
+    """batch="0"/unitMode="0" mean false to Java as to the C++ client: no misread warning."""
+    with caplog.at_level(logging.WARNING):
+        resp = proc.process_send(
+            send_v1("TopicZero", body=b"zero", batch="0", unitMode="0"), FakeConn())
+    assert resp.code == ResponseCode.SUCCESS
+    assert not [r for r in caplog.records if "Boolean.parseBoolean" in r.getMessage()]
