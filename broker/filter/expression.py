@@ -182,7 +182,7 @@ class Expression:
         run-time errors count as no match, as ``ExpressionMessageFilter`` logs and skips."""
         try:
             return self.evaluate(props) is True
-        except EvalError:
+        except (EvalError, RecursionError):
             return False
 
 

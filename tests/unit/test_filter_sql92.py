@@ -266,3 +266,11 @@ def test_check_client_config_gate_and_parse_failure():
     code, remark = check_client_config({"expressionType": "SQL92", "subString": "a="}, True)
     assert code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
     assert remark.startswith("org.apache.rocketmq.filter.parser.ParseException")
+
+
+def test_deep_nesting_compiles_or_fails_cleanly():
+    """Thousands of parentheses are fine; thousands of NOTs are a FilterError, not a crash
+    (Java: StackOverflowError, caught as MQFilterException)."""
+    assert evaluate("(" * 5000 + "a = 1" + ")" * 5000, {"a": "1"})
+    with pytest.raises(FilterError):
+        compile_sql92("NOT " * 3000 + "(a = 1)")
