@@ -377,3 +377,39 @@ def create_topic(emu: Emulator, topic: str, queues: int = 4, timeout: float = 10
             pytest.fail(f"name server has no route for {topic} {timeout}s after creating it\n"
                         + emu.log_tail())
         time.sleep(0.1)
+
+
+def wait_route(emu: Emulator, topic: str, timeout: float = 10) -> None:
+    """Wait until the name server has a route for ``topic`` (broker registration is async)."""
+    from broker.remoting.codes import RequestCode
+
+    deadline = time.monotonic() + timeout
+    while rpc(emu.namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}).code != 0:
+        if time.monotonic() > deadline:
+            pytest.fail(f"name server has no route for {topic} after {timeout}s\n"
+                        + emu.log_tail())
+        time.sleep(0.1)
+
+
+def consumer_ids(emu: Emulator, group: str) -> list[str]:
+    """GET_CONSUMER_LIST_BY_GROUP on the broker: the client ids it knows for ``group``."""
+    from broker import jsonutil
+    from broker.remoting.codes import RequestCode
+
+    resp = rpc(emu.broker, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
+    if resp.code != 0 or not resp.body:
+        return []
+    return list(jsonutil.loads(resp.body).get("consumerIdList", []))
+
+
+def wait_consumers(emu: Emulator, group: str, count: int, timeout: float = 20) -> list[str]:
+    """Wait until the broker lists ``count`` clients in ``group``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        ids = consumer_ids(emu, group)
+        if len(ids) == count:
+            return ids
+        if time.monotonic() > deadline:
+            pytest.fail(f"group {group}: {ids} after {timeout}s, expected {count} clients\n"
+                        + emu.log_tail())
+        time.sleep(0.1)

@@ -9,10 +9,11 @@ then checks one behaviour of that run.
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 
 import pytest
-from interop_support import ClientLauncher, unique
+from interop_support import ClientLauncher, unique, wait_consumers, wait_route
 
 MODES = {"sync": 4, "async": 4, "oneway": 4, "orderly": 8}
 LATE = 4
@@ -185,3 +186,44 @@ def test_batch_is_stored_as_one_message(py_clients: ClientLauncher):
     assert sum(m["body"] == "marker-0" for m in msgs) == 1
     (batch_msg,) = [m for m in msgs if m["body"] != "marker-0"]
     assert not batch_msg["body"].startswith("batch-"), batch_msg
+
+
+def test_push_consumers_split_queues_after_notify(py_clients: ClientLauncher):
+    """A second C++ push consumer joining a group makes the first give up half its queues.
+
+    The C++ client rebalances on its own only every 20 s: within a few seconds only the
+    broker's NOTIFY_CONSUMER_IDS_CHANGED can make it let go, so messages sent then must each
+    reach one consumer, from disjoint queue sets.
+    """
+    emu = py_clients.emulator
+    topic = unique("PySplit")
+    group = unique("GID_split")
+    first = py_clients.run_python("py_producer.py", *_producer_args(topic, "sync", 4, "warm"))
+    assert len(first.events("sent")) == 4, first.diagnostics()
+    wait_route(emu, topic)
+
+    def consumer():
+        return py_clients.python("py_push_consumer.py", "--topic", topic, "--group", group,
+                                 "--expect", "0", "--timeout", "60")
+
+    a = consumer()
+    a.wait_for(lambda evs: sum(e["event"] == "msg" for e in evs) >= 4, 30, "the warm-up messages")
+    b = consumer()
+    wait_consumers(emu, group, 2)
+    time.sleep(3)  # the notified client rebalances at once; give the pulls time to move
+    sent = py_clients.run_python("py_producer.py", *_producer_args(topic, "orderly", 8, "split"))
+    assert len(sent.events("sent")) == 8, sent.diagnostics()
+
+    def split_msgs(client):
+        return [m for m in client.events("msg") if m["body"].startswith("split-")]
+
+    a.wait_for(lambda _: len(split_msgs(a)) + len(split_msgs(b)) >= 8, 30, "the 8 split messages")
+    time.sleep(1)  # duplicates, if any, arrive now
+    a.stop()
+    b.stop()
+    got_a, got_b = split_msgs(a), split_msgs(b)
+    bodies = Counter(m["body"] for m in got_a + got_b)
+    assert bodies == Counter(f"split-{i}" for i in range(8)), (a.diagnostics(), b.diagnostics())
+    queues_a = {m["queue_id"] for m in got_a}
+    queues_b = {m["queue_id"] for m in got_b}
+    assert queues_a and queues_b and not queues_a & queues_b, (queues_a, queues_b)
