@@ -16,7 +16,7 @@ Each reader memory-maps its file and decodes with
 requested columns need, and yields Arrow record batches. It stops at a BLANK filler or the
 unwritten (zero) tail. A corrupt record becomes a row with only ``file``, ``filePosition``
 and ``_error`` set, and reading resumes at the next record start found as above; with
-``failFast=true`` the job fails instead.
+``failFast=true`` (or a user schema without ``_error``) the job fails instead.
 
 Options (strings): ``columns`` (comma list; default all, see :mod:`reports.columns`),
 ``includeBody`` (default true), ``failFast`` (default false), ``batchSize`` (records per Arrow
@@ -60,8 +60,16 @@ def _bool(options, key: str, default: bool) -> bool:
     return default if value is None else str(value).strip().lower() in ("true", "1", "yes")
 
 
+def local_path(path: str) -> str:
+    """``file:///x`` or ``file:/x`` as a local path (readers memory-map local files)."""
+    if path.startswith("file:"):
+        return "/" + path[len("file:"):].lstrip("/")
+    return path
+
+
 def commitlog_files(path: str) -> list[str]:
     """The commitlog files under ``path`` (store root, commitlog dir or one file), by offset."""
+    path = local_path(path)
     if os.path.isfile(path):
         return [path]
     directory = os.path.join(path, "commitlog")
@@ -227,7 +235,8 @@ class CommitLogReader(DataSourceReader):
         if not self.path:
             raise ValueError(f"{FORMAT_NAME}: load(path) needs a store root or commitlog path")
         self.schema = schema
-        self.fail_fast = _bool(options, "failFast", False)
+        # Without an _error column a corrupt record could only become a row of nulls: fail.
+        self.fail_fast = _bool(options, "failFast", False) or C.ERROR_COLUMN not in schema.names
         self.batch_size = int(options.get("batchSize", DEFAULT_BATCH_SIZE))
         self.max_partition_bytes = int(
             options.get("maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES)

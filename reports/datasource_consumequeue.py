@@ -21,6 +21,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 
 from broker.consumequeue.unit import CQ_STORE_UNIT_SIZE, INTEGER_MAX_VALUE
 from reports.columns import arrow_schema_of
+from reports.datasource_commitlog import local_path
 
 FORMAT_NAME = "rocketmq-consumequeue"
 _OFFSET_NAME = re.compile(r"^\d{20}$")
@@ -43,6 +44,7 @@ SCHEMA = StructType(
 
 def consume_queue_dir(path: str) -> str:
     """``path/consumequeue`` when ``path`` is a store root, else ``path``."""
+    path = local_path(path)
     sub = os.path.join(path, "consumequeue")
     return sub if os.path.isdir(sub) else path
 
