@@ -119,6 +119,19 @@ def test_async_flush_skips_below_least_pages_until_thorough(tmp_path):
     s.shutdown()
 
 
+def test_async_flush_soon_when_too_many_pages_dirty(tmp_path):
+    """Past flushCommitLogMaxDirtyPages a flush runs on the next reactor turn, not the timer."""
+    clock = _clock()
+    s = make_store(tmp_path, clock=clock, reactor=clock, cl_size=1 << 16,
+                   flush_commit_log_max_dirty_pages=2)
+    fill(s, 3, body=b"x" * 1000)
+    assert s.commitlog.queue.flushed_where == 0
+    fill(s, 6, body=b"x" * 1000)
+    clock.advance(0)
+    assert s.commitlog.queue.flushed_where == s.max_physical_offset
+    s.shutdown()
+
+
 # --- checkpoint -------------------------------------------------------------------------------
 def test_checkpoint_struct_matches_construct_spec(tmp_path):
     """The checkpoint bytes equal the construct spec's and round-trip through the file."""
