@@ -98,8 +98,15 @@ OPENAPI: dict = {
                                _q("since", "integer", "only records with seq > since")]),
             "delete": _op("Forget recorded requests"),
         },
-        "/topics": {"get": _op("Topics with queue count and per-queue min/max offsets",
-                               params=[_q("broker", "string", "broker name (default: first)")])},
+        "/topics": {
+            "get": _op("Topics with queue count and per-queue min/max offsets",
+                       params=[_q("broker", "string", "broker name (default: first)")]),
+            "post": _op("Create (or update) a topic on every broker, or on one",
+                        {"type": "object", "required": ["topic"], "properties": {
+                            "topic": {"type": "string"},
+                            "queues": {"type": "integer", "default": 4},
+                            "broker": {"type": "string"}}}),
+        },
         "/topics/{topic}": {"get": {**_op("One topic's queues"), "parameters": [
             {"name": "topic", "in": "path", "required": True, "schema": {"type": "string"}}]}},
         "/offsets": {"get": _op("Committed consumer offsets (optionally of one group) with lag",
@@ -146,6 +153,7 @@ class ControlResource(resource.Resource):
             ("GET", "requests"): self.requests,
             ("DELETE", "requests"): self.clear_requests,
             ("GET", "topics"): self.topics,
+            ("POST", "topics"): self.create_topic,
             ("GET", "offsets"): self.offsets,
             ("GET", "messages"): self.messages,
             ("POST", "broker/stop"): lambda req, body: self._done(
@@ -320,6 +328,27 @@ class ControlResource(resource.Resource):
         store = self._store(request)
         return [{"topic": name, "queues": self._queues(store, name, self._nums(cfg))}
                 for name, cfg in sorted(self._topic_table(store).items())]
+
+    def create_topic(self, request: Any, body: Any) -> defer.Deferred:
+        if not isinstance(body, dict) or not body.get("topic"):
+            raise ApiError(400, 'give {"topic": name, "queues": n, "broker": name?}')
+        topic = str(body["topic"])
+        queues = int(body.get("queues", 4))
+        broker = self._broker(body)
+        from client.admin import Admin
+
+        admin = Admin(self.cluster.namesrv_addr)
+        names = [broker] if broker else [s.name for s in self.cluster.slots if s.running]
+
+        async def run() -> dict:
+            try:
+                for name in names:
+                    await admin.create_topic(topic, queues, broker_addr=self.cluster.broker_addrs[name])
+            finally:
+                await admin.shutdown()
+            return {"topic": topic, "queues": queues, "brokers": names}
+
+        return defer.ensureDeferred(run())
 
     def topic(self, request: Any, body: Any, name: str) -> dict:
         store = self._store(request)

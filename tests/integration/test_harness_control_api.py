@@ -76,7 +76,8 @@ def test_topics_and_offsets_state(cluster):
     """/topics shows queue max offsets, /messages the stored messages, /offsets a group's
     committed offsets and lag."""
     topic = unique("T")
-    cluster.create_topic(topic, 1)
+    status, created = call(cluster, "POST", "/topics", {"topic": topic, "queues": 1})
+    assert status == 200 and created["brokers"] == ["broker-a"]
     producer = cluster.producer()
     for i in range(3):
         producer.send(Message(topic, f"m{i}".encode()))

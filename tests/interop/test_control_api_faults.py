@@ -51,6 +51,7 @@ def test_real_client_sees_an_injected_system_busy(controlled, tmp_path, pypi_roc
     launcher = ClientLauncher(tmp_path, emu, pypi_rocketmq, None)
     try:
         topic = unique("CtlTopic")
+        api(base, "POST", "/topics", {"topic": topic, "queues": 4})
         ok = _send(launcher, topic, 1, "before")
         assert [e["status"] for e in ok.events("sent")] == ["OK"], ok.diagnostics()
 
