@@ -176,7 +176,11 @@ class ScheduleSegment:
 
     def read_payload(self, entry: ScheduleEntry) -> bytes:
         """The payload of ``entry`` (one pread)."""
-        return os.pread(self._handle(), entry.payload_len, entry.position + HEADER_SIZE)
+        return self.read_at(entry.position, entry.payload_len)
+
+    def read_at(self, position: int, payload_len: int) -> bytes:
+        """The payload of the record at ``position`` (one pread)."""
+        return os.pread(self._handle(), payload_len, position + HEADER_SIZE)
 
     def flush(self) -> None:
         """fsync the file if it is open."""
@@ -261,8 +265,12 @@ class ScheduleLog:
 
     def read_payload(self, bucket: int, entry: ScheduleEntry) -> bytes:
         """Read an entry's payload back."""
+        return self.read_at(bucket, entry.position, entry.payload_len)
+
+    def read_at(self, bucket: int, position: int, payload_len: int) -> bytes:
+        """Read the payload of the record at ``position`` in ``bucket``'s segment."""
         seg = self.segments[bucket]
-        data = seg.read_payload(entry)
+        data = seg.read_at(position, payload_len)
         self._touch(bucket)
         return data
 

@@ -123,7 +123,8 @@ class BucketLoader:
                 break
             if entry.sequence in dispatched:
                 continue
-            self.wheel.add(entry.due_ms, (bucket, entry))
+            self.wheel.add(entry.due_ms,
+                           (bucket, entry.sequence, entry.position, entry.payload_len))
             added += 1
         self.loaded_buckets.add(bucket)
         self.loading_bucket = None

@@ -40,7 +40,7 @@ from broker.schedule.checkpoint import TimerCheckpoint
 from broker.schedule.delay_level_service import put_ok
 from broker.schedule.dispatch_log import DispatchLog
 from broker.schedule.hash_wheel import HashedWheel, now_ms
-from broker.schedule.schedule_log import ScheduleEntry, ScheduleLog
+from broker.schedule.schedule_log import ScheduleLog
 from broker.schedule.timer_loader import BucketLoader
 from broker.schedule.timer_message import (
     DEFAULT_TIMER_MAX_DELAY_SEC,
@@ -209,28 +209,30 @@ class TimerService:
         self.loader.before_append(bucket)
         bucket, entry = self.slog.append(due, self.replay_offset, bytes(raw))
         if self.loader.accepts(bucket, entry):
-            self.wheel.add(due, (bucket, entry))
+            self.wheel.add(due, (bucket, entry.sequence, entry.position, entry.payload_len))
         self.replay_offset += 1
 
     # -- dispatcher ----------------------------------------------------------------------------
-    def _on_fire(self, batch: list[tuple[int, tuple[int, ScheduleEntry]]]) -> None:
+    def _on_fire(self, batch: list[tuple[int, tuple[int, int, int, int]]]) -> None:
+        # Wheel items are (bucket, sequence, position, payload_len): plain int tuples, which
+        # the garbage collector stops tracking, so a big wheel does not lengthen GC pauses.
         dispatched: dict[int, list[int]] = defaultdict(list)
         now = now_ms(self.clock)
-        retry: list[tuple[int, tuple[int, ScheduleEntry]]] = []
+        retry: list[tuple[int, tuple[int, int, int, int]]] = []
         for due, item in batch:
-            bucket, entry = item
+            bucket, sequence, position, length = item
             try:
-                raw = self.slog.read_payload(bucket, entry)
+                raw = self.slog.read_at(bucket, position, length)
                 record = decode_record(raw)
             except (RecordError, KeyError, OSError) as exc:
                 log.error("timer: bucket %d seq %d unreadable (%s); dropped", bucket,
-                          entry.sequence, exc)
-                dispatched[bucket].append(entry.sequence)
+                          sequence, exc)
+                dispatched[bucket].append(sequence)
                 continue
             message = convert_timer_message(record, record.store_timestamp, now)
             result = self.store.put_message(message)
             if put_ok(result):
-                dispatched[bucket].append(entry.sequence)
+                dispatched[bucket].append(sequence)
                 self.delivered += 1
             else:
                 retry.append((due, item))
