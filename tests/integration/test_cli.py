@@ -129,11 +129,17 @@ def wait_route(namesrv: str, topic: str, timeout: float = 10) -> dict:
         time.sleep(0.2)
 
 
+#: The default 1 GiB commit log file is pre-touched (really written): too big for test stores.
+SMALL_COMMITLOG = "mappedFileSizeCommitLog=16777216\n"
+
+
 def start_up(tmp: Path, procs: list, *extra: str) -> tuple[Proc, str, str, Path]:
     ns_port, broker_port = free_port(), free_port(need_minus_two=True)
     store = tmp / "store"
+    conf = tmp / "small.conf"
+    conf.write_text(SMALL_COMMITLOG)
     p = Proc(tmp, "up", "up", "--store", str(store), "--namesrv-port", str(ns_port),
-             "--broker-port", str(broker_port), *extra)
+             "--broker-port", str(broker_port), "-c", str(conf), *extra)
     procs.append(p)
     p.wait_output("ready")
     return p, f"127.0.0.1:{ns_port}", f"127.0.0.1:{broker_port}", store
@@ -195,7 +201,7 @@ def test_separate_namesrv_and_broker_with_broker_conf(tmp_path, procs):
     conf = tmp_path / "broker.conf"
     conf.write_text(
         f"brokerClusterName=CliCluster\nbrokerName=broker-cli\nlistenPort={broker_port}\n"
-        f"storePathRootDir={tmp_path / 'bstore'}\nnoSuchKey=1\n")
+        f"storePathRootDir={tmp_path / 'bstore'}\nnoSuchKey=1\n{SMALL_COMMITLOG}")
     br = Proc(tmp_path, "broker", "broker", "-n", f"127.0.0.1:{ns_port}", "-c", str(conf))
     procs.append(br)
     out = br.wait_output("ready")

@@ -35,6 +35,7 @@ CLIENTS = Path(__file__).resolve().parent / "clients"
 PYPI_SPEC = "rocketmq==0.4.4"
 NPM_SPECS = ("ali-ons@3.12.0", "rocketmq-nodejs@1.1.2")
 INSTALL_TIMEOUT = 600
+TEST_COMMITLOG_SIZE = 64 * 1024 * 1024
 
 
 def cache_dir() -> Path:
@@ -134,12 +135,19 @@ def start_emulator(tmp: Path, extra: list[str] | None = None, timeout: float = 3
     ns_port, broker_port = free_port_pair()
     store = tmp / "store"
     log_path = tmp / "emulator.log"
+    extra = list(extra or [])
+    if "-c" not in extra:
+        # The default 1 GiB commit log file is pre-touched, i.e. really written: a test store
+        # (kept by pytest for three runs) does not need it.
+        conf = tmp / "broker.conf"
+        conf.write_text(f"mappedFileSizeCommitLog={TEST_COMMITLOG_SIZE}\n")
+        extra += ["-c", str(conf)]
     log = open(log_path, "wb")  # noqa: SIM115 - kept open for the child's lifetime
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
         [sys.executable, "-m", "broker.cli", "up", "--store", str(store),
          "--namesrv-port", str(ns_port), "--broker-port", str(broker_port),
-         "--host", "127.0.0.1", *(extra or [])],
+         "--host", "127.0.0.1", *extra],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
     )
     log.close()
