@@ -19,6 +19,8 @@ def make_message(args, i: int) -> Message:
     msg.set_body(f"{args.body_prefix}-{i}")
     msg.set_tags(args.tag)
     msg.set_keys(f"{args.key_prefix}-{i}")
+    if args.delay_level:
+        msg.set_delay_time_level(args.delay_level)
     return msg
 
 
@@ -49,6 +51,7 @@ def main() -> None:
     p.add_argument("--tag", default="TagA")
     p.add_argument("--key-prefix", default="key")
     p.add_argument("--body-prefix", default="body")
+    p.add_argument("--delay-level", type=int, default=0, help="messageDelayLevel (1 = 1 s)")
     p.add_argument("--timeout", type=float, default=40)
     args = p.parse_args()
     watchdog(args.timeout)

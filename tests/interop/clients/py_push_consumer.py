@@ -36,6 +36,8 @@ def main() -> None:
         emit(event="msg", topic=text(msg.topic), tags=text(msg.tags), keys=text(msg.keys),
              body=text(msg.body), msg_id=text(msg.id), queue_id=msg.queue_id,
              queue_offset=msg.queue_offset, reconsume_times=msg.reconsume_times,
+             born_timestamp=msg.born_timestamp, store_timestamp=msg.store_timestamp,
+             delay=text(msg.get_property("DELAY")), received_ms=int(time.time() * 1000),
              thread=threading.get_ident())
         with lock:
             received += 1
