@@ -1,6 +1,6 @@
 """Append throughput of the store against the floor of a bare mmap copy.
 
-    .venv/bin/python bench/store_append.py [-n 200000] [--body 1024] [--profile]
+    .venv/bin/python bench/store_append.py [-n 100000] [--batch 1,64] [--props-str] [--profile]
 
 Store: N messages of ``--body`` bytes through ``MessageStore.put_message`` under ASYNC_FLUSH
 (commitlog append + consume-queue dispatch; index entries are built after the loop and timed
@@ -152,36 +152,45 @@ def run(root: str, records: list[MessageRecord], rounds: int, batch: int, profil
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-n", type=int, default=200_000, help="messages (default 200000)")
+    ap.add_argument("-n", type=int, default=100_000, help="messages per mode (default 100000)")
     ap.add_argument("--body", type=int, default=1024, help="body bytes (default 1024)")
     ap.add_argument("--props-str", action="store_true",
                     help="hand records over with their properties string already encoded")
     ap.add_argument("--profile", action="store_true", help="cProfile the store loop")
     ap.add_argument("--rounds", type=int, default=10, help="store/floor alternations")
-    ap.add_argument("--batch", type=int, default=1,
-                    help="put_messages batches of this size instead of put_message (default 1)")
+    ap.add_argument("--batch", default="1,64",
+                    help="comma-separated modes: 1 = put_message, k > 1 = put_messages batches "
+                         "of k (default 1,64)")
     ap.add_argument("--dir", default=None, help="scratch directory (default: a temp dir)")
     args = ap.parse_args(argv)
-    root = tempfile.mkdtemp(prefix="store-bench-", dir=args.dir)
-    try:
-        records = make_records(args.n, args.body, args.props_str, args.batch)
-        t_store, t_index, t_floor, rec_size = run(root, records, args.rounds, args.batch,
-                                                  args.profile)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    for batch in (int(b) for b in args.batch.split(",")):
+        root = tempfile.mkdtemp(prefix="store-bench-", dir=args.dir)
+        try:
+            records = make_records(args.n, args.body, args.props_str, batch)
+            t_store, t_index, t_floor, rec_size = run(root, records, args.rounds, batch,
+                                                      args.profile)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        report(args, batch, rec_size, t_store, t_index, t_floor)
+    return 0
+
+
+def report(args, batch: int, rec_size: int, t_store: float, t_index: float,
+           t_floor: float) -> None:
     n = args.n
     store_rate = n / t_store
     floor_rate = n / t_floor
-    how = f"put_messages x{args.batch}" if args.batch > 1 else "put_message"
+    how = f"put_messages x{batch}" if batch > 1 else "put_message"
     print(f"messages: {n} x {args.body} B body ({rec_size} B records), ASYNC_FLUSH, {how}, "
           f"properties {'string' if args.props_str else 'map'}")
-    print(f"store {how:18s}: {store_rate:12,.0f} msg/s  ({t_store * 1e6 / n:.2f} us/msg)")
-    print(f"floor mmap copy         : {floor_rate:12,.0f} msg/s  ({t_floor * 1e6 / n:.2f} us/msg)")
-    print(f"ratio store/floor       : {store_rate / floor_rate:.3f}   (target >= 0.25, goal 0.5)")
+    print(f"  store {how:18s}: {store_rate:12,.0f} msg/s  ({t_store * 1e6 / n:.2f} us/msg)")
+    print(f"  floor mmap copy         : {floor_rate:12,.0f} msg/s  "
+          f"({t_floor * 1e6 / n:.2f} us/msg)")
+    print(f"  ratio store/floor       : {store_rate / floor_rate:.3f}   "
+          "(target >= 0.25, goal 0.5)")
     both = n / (t_store + t_index)
-    print(f"index catch-up          : {t_index * 1e6 / n:.2f} us/msg; put + index {both:,.0f} "
-          f"msg/s, ratio {both / floor_rate:.3f}")
-    return 0
+    print(f"  index catch-up          : {t_index * 1e6 / n:.2f} us/msg; put + index "
+          f"{both:,.0f} msg/s, ratio {both / floor_rate:.3f}")
 
 
 if __name__ == "__main__":

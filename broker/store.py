@@ -278,10 +278,10 @@ class MessageStore(StoreReader, StoreDispatch):
         (queue_offset, physical_offset...) may be left unset: read them from the result."""
         if not records:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        for r in records:
-            bad = self._check(r)
-            if bad is not None:
-                return PutMessageResult(bad)
+        if not self.running:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        if max(map(len, [r.body for r in records])) > self._max_body:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         try:
             res = self.commitlog.append_batch(records)
         except MappedFileError as exc:

@@ -15,6 +15,7 @@ import struct
 import zlib
 from itertools import accumulate
 
+from broker.commitlog.encoder import props_string
 from broker.commitlog.record import END_FILE_MIN_BLANK_LENGTH, MAX_PROPERTIES_LENGTH
 from broker.commitlog.results import AppendMessageResult, AppendMessageStatus
 from broker.message import (
@@ -22,7 +23,6 @@ from broker.message import (
     STOREHOSTADDRESS_V6_FLAG,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
-    properties_to_string,
 )
 
 _FIELDS = 19  # 15 fixed fields (TOTALSIZE .. BODYLENGTH), body, topic block, PROPERTIESLENGTH, properties
@@ -74,14 +74,22 @@ def append_batch_fast(commitlog, records: list) -> tuple[AppendMessageResult, Ba
     born_b, store_b, host_flags, v4 = enc.host_pair(born, store)
     if not v4:
         return None
-    for r in records:
-        if (r.topic != topic or r.queue_id != qid or r.born_host != born or r.store_host != store
-                or r.sys_flag & 0xC in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)):
+    # Checked with set comprehensions (C loops): one topic, queue and host pair, no half or
+    # rolled-back transaction records. Host tuples are usually shared objects: compare ids
+    # first, values only when they differ.
+    flags = {r.sys_flag for r in records}
+    if any(f & 0xC in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE) for f in flags):
+        return None
+    if len({r.topic for r in records}) != 1 or len({r.queue_id for r in records}) != 1:
+        return None
+    if len({id(r.born_host) for r in records}) != 1 or len(
+            {id(r.store_host) for r in records}) != 1:
+        if len({(r.born_host, r.store_host) for r in records}) != 1:
             return None
     tb, magic = enc.topic(topic)
     props = [
         (r.properties_str if r.properties_str is not None
-         else properties_to_string(r.properties)).encode()
+         else props_string(r.properties)).encode()
         for r in records
     ]
     plens = list(map(len, props))
@@ -111,7 +119,6 @@ def append_batch_fast(commitlog, records: list) -> tuple[AppendMessageResult, Ba
     q0 = table.get(key, 0)
     table[key] = q0 + n
     crcs = [_crc32(b) & 0x7FFFFFFF for b in bodies]
-    flags = {r.sys_flag for r in records}
     if len(flags) == 1:
         sys_flags = [(flags.pop() & _HOST_FLAGS_OFF) | host_flags] * n
     else:

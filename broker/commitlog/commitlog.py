@@ -22,7 +22,7 @@ import zlib
 from collections.abc import Iterator
 
 from broker.commitlog.batch import append_batch_fast
-from broker.commitlog.encoder import PropertiesTooLong, RecordEncoder
+from broker.commitlog.encoder import PropertiesTooLong, RecordEncoder, props_string
 from broker.commitlog.mapped_file import MappedFile, MappedFileError
 from broker.commitlog.mapped_file_queue import MappedFileQueue
 from broker.commitlog.record import (
@@ -41,7 +41,6 @@ from broker.message import (
     STOREHOSTADDRESS_V6_FLAG,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
-    properties_to_string,
 )
 
 log = logging.getLogger(__name__)
@@ -149,7 +148,7 @@ class CommitLog:
         try:
             if topic_t is None:
                 topic_t = enc.topic(record.topic)
-            props = (ps if ps is not None else properties_to_string(record.properties)).encode()
+            props = (ps if ps is not None else props_string(record.properties)).encode()
         except RecordError as exc:
             return _tuple_new(AppendMessageResult, (_UNKNOWN, 0, 0, 0, 0, 1, record.store_host,
                                                     None, str(exc)))

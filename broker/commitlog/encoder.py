@@ -27,6 +27,7 @@ from broker.message import (
     STOREHOSTADDRESS_V6_FLAG,
     java_string_hash,
     pack_host,
+    properties_to_string,
 )
 
 _V4 = struct.Struct(">iiiiiqqiq8sq8siqi")  # 88 bytes: every fixed field + BODYLENGTH (IPv4)
@@ -35,6 +36,18 @@ _I16 = struct.Struct(">h")
 _V4_FIXED = _V4.size  # 88
 _HOST_FLAGS = ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
 _CACHE_LIMIT = 4096
+
+
+_join_pair = "\u0001".join
+
+
+def props_string(properties: dict) -> str:
+    """``properties_to_string`` for the common case of str values, about 30% faster; any other
+    value (None is skipped, ints are formatted) goes through the general function."""
+    try:
+        return "\u0002".join(map(_join_pair, properties.items()))
+    except TypeError:
+        return properties_to_string(properties)
 
 
 class PropertiesTooLong(RecordError):
