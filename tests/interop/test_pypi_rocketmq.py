@@ -99,8 +99,8 @@ def _check_delivery(client, label: str) -> None:
     assert len(msgs) == TOTAL
 
 
-def test_sync_send_returns_ok_with_offset_msg_ids(scenario):
-    """Sync sends succeed; msgId is the 32-hex-digit offset id; queue offsets are distinct."""
+def test_sync_send_returns_ok_with_distinct_msg_ids(scenario):
+    """Sync sends succeed with distinct 32-hex-digit msgIds (0.4.4 reports its UNIQ_KEY)."""
     sent = scenario["by_mode"]["sync"]
     assert [e["event"] for e in sent] == ["sent"] * MODES["sync"], sent
     assert all(e["status"] == "OK" for e in sent)
