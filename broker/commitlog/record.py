@@ -27,6 +27,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import construct as cs
 
@@ -504,6 +505,10 @@ def scan_columns(
     blen = len(buf)
     if stop is None:
         stop = blen
+    if not _PER_ROW_FIELDS.intersection(fields):
+        fast = _scan_vectorized(buf, pos, stop, fields, max_records)
+        if fast is not None:
+            return fast
     columns: dict[str, list] = {name: [] for name in fields}
     fixed = [(_V4_INDEX[name], columns[name].append) for name in fields if name in _V4_INDEX]
     # Without fixed fields a narrower struct reads only what locating the tail needs.
@@ -626,3 +631,128 @@ def _append_record(columns: dict[str, list], rec: MessageRecord, buf, pos: int) 
     }
     for name, column in columns.items():
         column.append(values[name])
+
+
+# --- vectorized variant of scan_columns ---------------------------------------------------------
+# Fields that need a Python object per row anyway (bytes / str of variable content).
+_PER_ROW_FIELDS = frozenset(("body", "properties"))
+# (byte offset, width) of the fixed fields of an IPv4 record (the _V4 layout).
+_V4_AT = {
+    "totalSize": (0, 4), "magicCode": (4, 4), "bodyCRC": (8, 4), "queueId": (12, 4),
+    "flag": (16, 4), "queueOffset": (20, 8), "physicalOffset": (28, 8), "sysFlag": (36, 4),
+    "bornTimestamp": (40, 8), "bornHost": (48, 8), "storeTimestamp": (56, 8),
+    "storeHostAddress": (64, 8), "reconsumeTimes": (72, 4), "preparedTransactionOffset": (76, 8),
+    "bodyLength": (84, 4),
+}
+_VECTOR_MIN = 64  # below this many records the per-record loop is as fast
+
+
+def _scan_vectorized(buf, pos: int, stop: int, fields, max_records: int) -> ColumnScan | None:
+    """scan_columns for IPv4 / V1 records without body or properties strings: one Python step
+    per record to find the boundaries, then numpy gathers every field of the batch at once.
+
+    Returns None when the first record is not of that common shape (the per-record loop then
+    handles the call, IPv6 hosts and errors included); stops early, with ``end="stop"``, before
+    the first record that is not, so the next call starts at it.
+    """
+    import numpy as np
+
+    blen = len(buf)
+    unpack_peek = _PEEK.unpack_from
+    positions: list[int] = []
+    add = positions.append
+    v4_size = _V4.size
+    end = "stop"
+    exhausted = False
+    for _ in repeat(None, max_records):
+        if pos >= stop:
+            break
+        if pos + 8 > blen:
+            end = "eof"
+            break
+        total, magic = unpack_peek(buf, pos)
+        if magic != MESSAGE_MAGIC_CODE or total < v4_size or pos + total > blen:
+            if magic == BLANK_MAGIC_CODE:
+                end = "blank"
+            elif total == 0 and magic == 0:
+                end = "zero"
+            break  # anything else: the per-record loop decides, starting here
+        add(pos)
+        pos += total
+    else:
+        exhausted = True
+    n = len(positions)
+    if end == "stop" and pos >= blen:
+        end = "eof"
+    irregular = end == "stop" and pos < stop and not exhausted
+    if n < _VECTOR_MIN and (irregular or n > 0):
+        return None  # few records, or an odd one first: the per-record loop
+    if n == 0:
+        return ColumnScan({name: [] for name in fields}, [], pos, end)
+    # A view of the buffer (no copy); every gather below copies, so none outlives the call
+    # (an mmap cannot be closed while a view of it exists).
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    P = np.asarray(positions, dtype=np.int64)
+    ranges = {w: np.arange(w, dtype=np.int64) for w in (2, 4, 8)}
+
+    def gather(offsets, width: int, kind: str = "i"):
+        g = arr[offsets[:, None] + ranges[width]]
+        return g.view(f">{kind}{width}").ravel()
+
+    total = gather(P, 4).astype(np.int64)
+    sys_flag = gather(P + 36, 4)
+    body_len = gather(P + 84, 4).astype(np.int64)
+    limit = P + total
+    tpos = P + v4_size + body_len
+    ok = ((sys_flag & (BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)) == 0) & (body_len >= 0)
+    ok &= tpos + 3 <= limit
+    tpos_safe = np.where(ok, tpos, P)
+    topic_len = arr[tpos_safe].astype(np.int64)
+    ppos = tpos_safe + 1 + topic_len
+    ok &= ppos + 2 <= limit
+    props_len = gather(np.where(ok, ppos, P), 2).astype(np.int64)
+    ok &= (props_len >= 0) & (ppos + 2 + props_len == limit)
+    bad = np.flatnonzero(~ok)
+    if bad.size:
+        k = int(bad[0])
+        if k == 0:
+            return None
+        cut = slice(0, k)
+        P, tpos_safe, topic_len, props_len, body_len = (
+            P[cut], tpos_safe[cut], topic_len[cut], props_len[cut], body_len[cut]
+        )
+        next_pos, end = positions[k], "stop"
+        positions = positions[:k]
+    else:
+        next_pos = pos
+    columns: dict[str, list] = {}
+    for name in fields:
+        if name in ("bornHost", "storeHostAddress"):
+            off = _V4_AT[name][0]
+            columns[name] = arr[(P + off)[:, None] + ranges[8]].view("V8").ravel().tolist()
+        elif name == "bodyLength":
+            columns[name] = body_len.tolist()
+        elif name in _V4_AT:
+            off, width = _V4_AT[name]
+            columns[name] = gather(P + off, width).tolist()
+        elif name == "topicLength":
+            columns[name] = topic_len.tolist()
+        elif name == "propertiesLength":
+            columns[name] = props_len.tolist()
+        elif name == "topic":
+            columns[name] = _topics(np, arr, tpos_safe + 1, topic_len)
+    return ColumnScan(columns, positions, next_pos, end)
+
+
+def _topics(np, arr, starts, lengths) -> list[str]:
+    """Decode the topic at each (start, length), once per distinct byte string."""
+    width = int(lengths.max()) if len(lengths) else 0
+    idx = np.minimum(starts[:, None] + np.arange(max(width, 1)), len(arr) - 1)
+    raw = arr[idx]
+    raw[np.arange(raw.shape[1]) >= lengths[:, None]] = 0
+    keyed = np.ascontiguousarray(np.concatenate([lengths[:, None].astype(np.uint8), raw], axis=1))
+    uniq, inverse = np.unique(keyed.view(f"V{keyed.shape[1]}").ravel(), return_inverse=True)
+    names = np.empty(len(uniq), dtype=object)
+    for i, key in enumerate(uniq.tolist()):
+        names[i] = key[1 : 1 + key[0]].decode("utf-8", errors="replace")
+    return names[inverse.ravel()].tolist()

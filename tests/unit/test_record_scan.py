@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -125,3 +126,80 @@ def test_find_record_start_uses_the_physical_offset():
     assert find_record_start(buf, starts[2], len(buf), base) == starts[2]
     assert find_record_start(buf, starts[3] + 1, len(buf), base) is None
     assert find_record_start(buf, 1, starts[1], base) is None
+
+
+_VECTOR_FIELDS = tuple(f for f in SCAN_FIELDS if f not in ("body", "properties"))
+
+
+def _scan_all(buf: bytes, fields, batch: int):
+    """Scan a whole buffer batch by batch as the data source does; resume after an error."""
+    import broker.commitlog.record as R
+
+    out = {name: [] for name in fields}
+    positions, errors, ends, pos = [], [], [], 0
+    while pos is not None and pos < len(buf):
+        scan = R.scan_columns(buf, pos, len(buf), fields, batch)
+        for name in fields:
+            out[name] += scan.columns[name]
+        positions += scan.positions
+        ends.append(scan.end)
+        if scan.end == "error":
+            errors.append((scan.next_pos, str(scan.error)))
+            pos = R.find_record_start(buf, scan.next_pos + 1, len(buf), 0)
+        elif scan.end == "stop":
+            pos = scan.next_pos
+        else:
+            break
+    return out, positions, errors, ends[-1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(_records, min_size=1, max_size=12),
+    st.integers(1, 5),
+    st.sampled_from([None, 0, 1, 2]),
+    st.sampled_from(["bodyLength", "propertiesLength", "totalSize"]),
+)
+def test_vectorized_scan_equals_the_per_record_loop(records, batch, damage, field_name):
+    """The numpy batch path gives the per-record loop's values, stops and errors exactly."""
+    import struct
+
+    import broker.commitlog.record as R
+
+    buf = bytearray(_log(records))
+    if damage is not None and damage < len(records):
+        rec = records[damage]
+        at, end = rec.physical_offset, rec.physical_offset + rec.total_size
+        if field_name == "bodyLength":
+            buf[at + 84 : at + 88] = b"\x7f\xff\xff\xff"  # past the record
+        elif field_name == "propertiesLength":
+            plen = len(rec.encoded_properties())
+            struct.pack_into(">h", buf, end - plen - 2, plen + 1)  # one byte too many
+        else:
+            struct.pack_into(">i", buf, at, rec.total_size + 4)  # fields end before it
+    buf = bytes(buf) + bytes(8)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(R, "_VECTOR_MIN", 1)
+        fast = _scan_all(buf, _VECTOR_FIELDS, batch)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(R, "_VECTOR_MIN", 10**9)
+        slow = _scan_all(buf, _VECTOR_FIELDS, batch)
+    assert fast == slow
+
+
+def test_vectorized_scan_is_used_for_large_batches(monkeypatch):
+    """Above the threshold the numpy path runs (the per-record loop is not called)."""
+    import broker.commitlog.record as R
+
+    recs = [MessageRecord(topic=f"T{i % 5}", body=b"q" * (i % 50), queue_id=i % 3,
+                          born_host=("10.0.0.1", 256 * (i % 3)), properties={"TAGS": "x"})
+            for i in range(500)]
+    buf = _log(recs)
+    calls = []
+    monkeypatch.setattr(R, "decode_record", lambda *a, **k: calls.append(a))
+    scan = R.scan_columns(buf, fields=("topic", "queueId", "bornHost", "topicLength"))
+    assert not calls and scan.end == "eof" and len(scan.positions) == 500
+    assert scan.columns["topic"] == [r.topic for r in recs]
+    assert scan.columns["queueId"] == [r.queue_id for r in recs]
+    assert scan.columns["bornHost"] == [pack_host(*r.born_host) for r in recs]
+    assert scan.columns["topicLength"] == [len(r.topic) for r in recs]
