@@ -115,6 +115,8 @@ class MessageStore(StoreReader, StoreDispatch):
         self.load_error: Exception | None = None
         self.last_dispatched_timestamp = 0
         self._max_body = config.max_message_size
+        #: Commitlog offset from which dispatch must be retried (a file could not be written).
+        self._dispatch_behind: int | None = None
         self.loaded = False
         self.running = False
         self.shutdown_done = False
@@ -267,7 +269,13 @@ class MessageStore(StoreReader, StoreDispatch):
                                                         error=str(exc)))
         if res[0] is not _APPEND_OK:
             return PutMessageResult(_APPEND_TO_PUT[res[0]], res)
-        self._dispatch(record)
+        if self._dispatch_behind is None:
+            try:
+                self._dispatch(record)
+            except MappedFileError as exc:
+                self._dispatch_failed(record.physical_offset, exc)
+        else:
+            self._catch_up_dispatch()
         fs = self.flush_service
         return _tuple_new(PutMessageResult, (_PUT_OK, res, fs.on_append() if fs.active else None))
 
@@ -290,13 +298,40 @@ class MessageStore(StoreReader, StoreDispatch):
         if res.status is not AppendMessageStatus.PUT_OK:
             return PutMessageResult(_APPEND_TO_PUT[res.status], res)
         stamp = self.commitlog.last_batch_stamp
-        if stamp is None or not self._dispatch_batch(stamp):
-            if stamp is not None:
-                stamp.apply()
-            for r in records:
-                self._dispatch(r)
+        if self._dispatch_behind is not None:
+            self._catch_up_dispatch()
+        else:
+            try:
+                if stamp is None or not self._dispatch_batch(stamp):
+                    if stamp is not None:
+                        stamp.apply()
+                    for r in records:
+                        self._dispatch(r)
+            except MappedFileError as exc:
+                self._dispatch_failed(res.wrote_offset, exc)
         fs = self.flush_service
         return _tuple_new(PutMessageResult, (_PUT_OK, res, fs.on_append() if fs.active else None))
+
+    def _dispatch_failed(self, offset: int, exc: Exception) -> None:
+        """A consume-queue or index file could not be written (full disk...): the record is in
+        the commitlog (the put stands); dispatch resumes from ``offset`` once files can be
+        written again (every put and the flush timer retry)."""
+        log.error("dispatch failed at commitlog offset %d, will retry: %s", offset, exc)
+        self._dispatch_behind = offset
+
+    def _catch_up_dispatch(self) -> bool:
+        """Re-dispatch from where dispatch failed (idempotent); True once caught up."""
+        start = self._dispatch_behind
+        if start is None:
+            return True
+        try:
+            self._reput(start)
+        except MappedFileError as exc:
+            log.warning("dispatch still failing from offset %d: %s", start, exc)
+            return False
+        self._dispatch_behind = None
+        log.info("dispatch caught up from commitlog offset %d", start)
+        return True
 
     # --- durability / retention ---------------------------------------------------------------
     def _after_commitlog_flush(self) -> None:
@@ -306,6 +341,7 @@ class MessageStore(StoreReader, StoreDispatch):
 
     def _flush_logics(self) -> None:
         """Consume queues + index + checkpoint (``FlushConsumeQueueService``)."""
+        self._catch_up_dispatch()
         logics_ts = self.last_dispatched_timestamp
         self.consume_queues.flush(0)
         if logics_ts:

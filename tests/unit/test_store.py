@@ -238,3 +238,70 @@ def test_abort_file_exists_only_while_running(tmp_path):
     s.shutdown()
     assert not (tmp_path / "abort").exists()
     assert (tmp_path / "checkpoint").stat().st_size == 4096
+
+
+def test_units_pointing_at_deleted_commitlog_are_skipped(tmp_path):
+    """Units whose commitlog file is gone are skipped (next offset moves past them);
+    MESSAGE_WAS_REMOVING when nothing readable is left in the scan."""
+    s = make_store(tmp_path, cl_size=2048)
+    for i in range(12):
+        s.put_message(msg(i, body=b"x" * 300))
+    second = s.commitlog.queue.files[1].file_from_offset
+    s.commitlog.queue.delete_files(lambda mf: mf.file_from_offset == 0)
+    first_left = next(q for q, (off, _s, _t) in
+                      enumerate(s.get_consume_queue_units("T", 0, 0, 12)) if off >= second)
+    g = s.get_message("g", "T", 0, 0, 1)
+    assert g.status is GetMessageStatus.FOUND and g.queue_offsets == [first_left]
+    s.commitlog.queue.delete_files(lambda mf: True, keep_last=False)
+    g = s.get_message("g", "T", 0, 0, 32)
+    assert g.status is GetMessageStatus.MESSAGE_WAS_REMOVING
+    assert g.next_begin_offset == 12
+    s.shutdown()
+
+
+def _read_only(monkeypatch):
+    import errno
+    import os
+
+    from broker.commitlog import mapped_file as mf_mod
+
+    real_open = os.open
+
+    def read_only(path, flags, mode=0o777):
+        if flags & os.O_CREAT:
+            raise PermissionError(errno.EROFS, "Read-only file system")
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(mf_mod.os, "open", read_only)
+
+
+def test_unwritable_directory_fails_commitlog_roll_naming_the_file(tmp_path, monkeypatch):
+    """When the next commitlog file cannot be created (read-only directory) the put fails
+    with CREATE_MAPEDFILE_FAILED and an error naming the file; earlier puts stay readable."""
+    s = make_store(tmp_path, cl_size=2048)
+    ok = [s.put_message(msg(i, body=b"x" * 300)) for i in range(2)]
+    _read_only(monkeypatch)
+    results = [s.put_message(msg(i, body=b"x" * 300)) for i in range(10)]
+    failed = [r for r in results if r.status is not PutMessageStatus.PUT_OK]
+    assert failed and failed[0].status is PutMessageStatus.CREATE_MAPEDFILE_FAILED
+    assert "Read-only file system" in failed[0].append.error
+    assert "00000000000000002048" in failed[0].append.error
+    monkeypatch.undo()
+    for r in ok + [r for r in results if r.ok]:
+        assert s.look_message_by_offset(r.append.wrote_offset) is not None
+    s.shutdown()
+
+
+def test_consume_queue_file_failure_keeps_put_and_catches_up(tmp_path, monkeypatch):
+    """A consume-queue file that cannot be created does not lose the put: it is in the
+    commitlog, and dispatch catches up once files can be written again."""
+    s = make_store(tmp_path)
+    _read_only(monkeypatch)
+    r = s.put_message(msg(0, qid=5))
+    assert r.status is PutMessageStatus.PUT_OK
+    assert s.get_max_offset_in_queue("T", 5) == 0
+    monkeypatch.undo()
+    s.put_message(msg(1, qid=5))
+    g = s.get_message("g", "T", 5, 0, 32)
+    assert [decode_record(m).body for m in g.messages] == [b"body-0", b"body-1"]
+    s.shutdown()
