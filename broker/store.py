@@ -63,6 +63,8 @@ _TX_MASK = 0xC
 _PREPARED = 0x4
 _ROLLBACK = 0xC
 _INDEX_DRAIN_LIMIT = 50_000
+#: How often the commitlog's pre-touched window is topped up (ms).
+_WARM_INTERVAL_MS = 50
 _tuple_new = tuple.__new__
 _APPEND_OK = AppendMessageStatus.PUT_OK
 _PUT_OK = PutMessageStatus.PUT_OK
@@ -207,6 +209,8 @@ class MessageStore(StoreReader, StoreDispatch):
         if self.reactor is not None:
             self._every(self.config.flush_interval_consume_queue, self._flush_logics)
             self._every(self.config.clean_resource_interval, self.clean_expired_files)
+            # Keep the pre-touched window ahead of the commitlog writer (MappedFile.warm_ahead).
+            self._every(_WARM_INTERVAL_MS, self.commitlog.queue.warm_ahead)
 
     def _every(self, interval_ms: int, fn) -> None:
         def tick():

@@ -129,6 +129,14 @@ class MappedFileQueue:
         self.files.append(mf)
         return mf
 
+    def warm_ahead(self) -> int:
+        """Advance the pre-touched window of the file being written (if this queue warms its
+        files; see :meth:`MappedFile.warm_ahead`); returns the bytes touched now."""
+        last = self.last_file
+        if not self.warm or last is None or last.wrote_position >= last.file_size:
+            return 0
+        return last.warm_ahead()
+
     def get_last_mapped_file(self, start_offset: int = 0, need_create: bool = True):
         """``getLastMappedFile``: the file to write into, creating the first one at the file
         boundary at or below ``start_offset`` or the next one when the last is full."""
@@ -210,11 +218,13 @@ class MappedFileQueue:
         return self.get_max_offset() - self.flushed_where
 
     # --- truncation / retention ---------------------------------------------------------------
-    def truncate_dirty(self, offset: int, zero: bool = True) -> None:
+    def truncate_dirty(self, offset: int, zero: bool = True, zero_limit: int | None = None
+                       ) -> None:
         """Drop everything at or after logical ``offset`` (``truncateDirtyFiles``).
 
         The file holding ``offset`` gets its positions set there and (``zero``) its tail zeroed
-        so no stale bytes can later be mistaken for data; files wholly after it are deleted.
+        (the first ``zero_limit`` bytes of it, if given) so no stale bytes can later be mistaken
+        for data; files wholly after it are deleted.
         """
         keep: list[MappedFile] = []
         for mf in self.files:
@@ -223,7 +233,8 @@ class MappedFileQueue:
                 keep.append(mf)
             elif mf.file_from_offset <= offset:
                 pos = offset - mf.file_from_offset
-                if zero and mf.zero_from(pos):
+                if zero and mf.zero_from(
+                        pos, None if zero_limit is None else pos + zero_limit):
                     log.warning("%s: zeroed a torn tail from position %d", mf.path, pos)
                     mf.flush_all()
                 mf.set_positions(pos)

@@ -1,0 +1,85 @@
+"""Pre-touched window of a mapped file: only pages just ahead of the writer are touched, so a
+new 1 GiB commitlog does not make 1 GiB resident."""
+
+from __future__ import annotations
+
+import mmap
+import sys
+
+import pytest
+
+from broker.commitlog import mapped_file as mf_mod
+from broker.commitlog.mapped_file import MappedFile, offset_to_file_name
+from broker.commitlog.mapped_file_queue import MappedFileQueue
+
+MIB = 1 << 20
+
+
+def resident_pages(mf: MappedFile) -> int:
+    """Pages of the mapping resident in this process (``Rss`` of its ``/proc/self/smaps``
+    entry)."""
+    lines = open("/proc/self/smaps").read().splitlines()
+    for i, line in enumerate(lines):
+        if line.endswith(mf.path):
+            for follow in lines[i + 1:]:
+                if follow.startswith("Rss:"):
+                    return int(follow.split()[1]) * 1024 // mmap.PAGESIZE
+    raise AssertionError(f"{mf.path} is not mapped")
+
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/smaps")
+
+
+@linux_only
+def test_new_file_touches_only_the_window(tmp_path):
+    """A new warmed file has the first WARM_WINDOW bytes resident, not the whole file."""
+    mf = MappedFile(str(tmp_path / offset_to_file_name(0)), 4 * mf_mod.WARM_WINDOW)
+    assert mf.warmed_position == mf_mod.WARM_WINDOW
+    assert resident_pages(mf) * mmap.PAGESIZE <= mf_mod.WARM_WINDOW + MIB
+    mf.close()
+
+
+def test_unwarmed_file_touches_nothing(tmp_path):
+    """warm=False leaves the window empty."""
+    mf = MappedFile(str(tmp_path / offset_to_file_name(0)), 8 * MIB, warm=False)
+    assert mf.warmed_position == 0
+    mf.close()
+
+
+def test_window_advances_with_the_writer_in_steps(tmp_path):
+    """warm_ahead tops the window up once a WARM_STEP of it was written, never past the end."""
+    size = mf_mod.WARM_WINDOW + 3 * mf_mod.WARM_STEP
+    mf = MappedFile(str(tmp_path / offset_to_file_name(0)), size)
+    mf.wrote_position = mf_mod.WARM_STEP - 1
+    assert mf.warm_ahead() == 0  # less than a step written: nothing to do
+    mf.wrote_position = mf_mod.WARM_STEP
+    assert mf.warm_ahead() == mf_mod.WARM_STEP
+    assert mf.warmed_position == mf_mod.WARM_STEP + mf_mod.WARM_WINDOW
+    mf.wrote_position = size - 10  # the writer overtook the window: touch from where it is
+    assert mf.warm_ahead() == 10
+    assert mf.warmed_position == size
+    mf.close()
+
+
+def test_warming_keeps_written_bytes(tmp_path):
+    """Touching pages ahead never changes data already written there."""
+    mf = MappedFile(str(tmp_path / offset_to_file_name(0)), 2 * MIB, warm=False)
+    mf.mm[0:5] = b"hello"
+    mf.mm[MIB + 7] = 42
+    mf.warm()
+    assert mf.mm[0:5] == b"hello" and mf.mm[MIB + 7] == 42
+    assert mf.warmed_position == 2 * MIB
+    mf.close()
+
+
+def test_queue_warms_its_last_file_only_when_enabled(tmp_path):
+    """MappedFileQueue.warm_ahead advances the last file's window; a cold queue does nothing."""
+    q = MappedFileQueue(str(tmp_path / "warm"), 2 * mf_mod.WARM_WINDOW)
+    mf = q.get_last_mapped_file(0)
+    mf.wrote_position = mf_mod.WARM_STEP
+    assert q.warm_ahead() == mf_mod.WARM_STEP
+    cold = MappedFileQueue(str(tmp_path / "cold"), 2 * mf_mod.WARM_WINDOW, warm=False)
+    cold.get_last_mapped_file(0).wrote_position = mf_mod.WARM_STEP
+    assert cold.warm_ahead() == 0
+    q.shutdown()
+    cold.shutdown()
