@@ -164,13 +164,21 @@ class MessageStore(StoreReader, StoreDispatch):
                 table[(topic, qid)] = max_offset
 
     def _reput_from(self, abnormal: bool, scan_from: int) -> int:
-        """Where re-dispatch starts: after the last record any consume queue points at (all
-        of the commitlog if there are none, e.g. the directory was deleted), earlier after a
-        crash (from the recovery scan start), and no later than the index's end."""
-        ends = [cq.max_physic_offset for cq in self.consume_queues]
-        start = max(ends) if ends and max(ends) >= 0 else self.commitlog.min_offset
-        if abnormal:
-            start = min(start, scan_from)
+        """Where re-dispatch starts.
+
+        No consume queue at all (e.g. the directory was deleted): the whole commitlog. After a
+        clean shutdown: the end of the furthest queue (``DefaultMessageStore`` reput offset:
+        dispatch is synchronous, so every queue is complete up to there). After a crash: the
+        checkpoint's safe point from recovery (everything older had its units flushed), or
+        later if every queue already points beyond it. Never later than the index's end.
+        """
+        ends = [e for e in (cq.max_physic_offset for cq in self.consume_queues) if e >= 0]
+        if not ends:
+            start = self.commitlog.min_offset
+        elif abnormal:
+            start = max(scan_from, min(ends))
+        else:
+            start = max(ends)
         if self.index is not None and self.index.last_indexed_phy_offset >= 0:
             start = min(start, self.index.last_indexed_phy_offset)  # a record boundary
         return max(start, self.commitlog.min_offset)

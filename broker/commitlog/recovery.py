@@ -136,21 +136,45 @@ class RecoveryResult:
 _MAGIC_BYTES = (_I32.pack(MESSAGE_MAGIC_CODE), _I32.pack(MESSAGE_MAGIC_CODE_V2))
 
 
+#: How far past the end of the valid records recovery looks for more data. A torn write is
+#: at most one put (a 4 MiB body plus a batch's overhead); a larger region of lost bytes would
+#: be damage no crash produces, and reading a whole 1 GiB file costs seconds.
+TAIL_WINDOW = 16 << 20
+_CHUNK = 1 << 20
+
+
+def _find(mm, needle: bytes, start: int, stop: int) -> int:
+    """``mm.find`` in chunks, skipping all-zero chunks cheaply (mmap.find is a slow scan)."""
+    i = start
+    zero = bytes(_CHUNK)
+    while i < stop:
+        end = min(i + _CHUNK + len(needle) - 1, stop)
+        chunk = mm[i:end]
+        if chunk != zero[: len(chunk)]:
+            k = chunk.find(needle)
+            if k != -1:
+                return i + k
+        i += _CHUNK
+    return -1
+
+
 def _valid_record_after(files: list[MappedFile], idx: int, pos: int) -> int | None:
-    """Offset of a valid (CRC-checked) record starting after ``pos`` in ``files[idx]`` or in
-    any later file, None if there is none: only then is what lies at ``pos`` a torn tail."""
+    """Offset of a valid (CRC-checked) record starting after ``pos`` within ``TAIL_WINDOW`` of
+    ``files[idx]`` or of any later file, None if there is none: only then is what lies at
+    ``pos`` a torn tail."""
     for j in range(idx, len(files)):
         mf = files[j]
         start = pos + 1 if j == idx else 0
+        stop = min(start + TAIL_WINDOW, mf.file_size)
         for magic in _MAGIC_BYTES:
-            q = mf.mm.find(magic, start + 4)
+            q = _find(mf.mm, magic, start + 4, stop)
             while q != -1:
                 try:
                     if check_record(mf.mm, q - 4, mf.file_size, True) > 0:
                         return mf.file_from_offset + q - 4
                 except BadRecord:
                     pass
-                q = mf.mm.find(magic, q + 1)
+                q = _find(mf.mm, magic, q + 1, stop)
     return None
 
 
@@ -208,7 +232,7 @@ def scan(commitlog: CommitLog, start_index: int, check_crc: bool) -> RecoveryRes
                     f"records stop here but a valid record follows at offset {later}; "
                     "refusing to truncate acknowledged messages", mf.path, where,
                 )
-            if not mf.all_zero_from(pos):
+            if not mf.all_zero_from(pos, pos + TAIL_WINDOW):
                 log.warning("%s: bytes after the last valid record at offset %d "
                             "(a write that never published its TOTALSIZE); dropping them",
                             mf.path, where)
@@ -233,7 +257,7 @@ def recover(commitlog: CommitLog, *, abnormal: bool, min_timestamp: int,
     else:
         start = max(0, len(files) - 3)
     res = scan(commitlog, start, check_crc)
-    commitlog.queue.truncate_dirty(res.end_offset)
+    commitlog.queue.truncate_dirty(res.end_offset, zero_limit=TAIL_WINDOW)
     commitlog.queue.set_flushed_where(res.end_offset)
     log.info("commitlog recovered (%s): %d records scanned from %d, valid end %d",
              "abnormal" if abnormal else "normal", res.records, res.scan_from, res.end_offset)
