@@ -8,7 +8,18 @@
   properties on pull.
 """
 
+from typing import Any
+
+from broker.filter.errors import FilterError
 from broker.filter.expression import EvalError
-from broker.filter.parser import FilterError, compile_sql92
 
 __all__ = ["EvalError", "FilterError", "compile_sql92"]
+
+
+def __getattr__(name: str) -> Any:
+    # The parser imports lark and builds its grammar: only when first asked for (PEP 562).
+    if name == "compile_sql92":
+        from broker.filter.parser import compile_sql92
+
+        return compile_sql92
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

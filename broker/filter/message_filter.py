@@ -12,7 +12,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from broker.filter.parser import FilterError, compile_sql92
+from broker.filter.errors import FilterError
 from broker.message import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, string_to_properties
 from broker.remoting.codes import ResponseCode
 
@@ -27,6 +27,14 @@ _SYSFLAG_AT = 36
 _BORNHOST_AT = 48
 
 RecordFilter = Callable[[bytes], bool]
+
+
+def compile_sql92(expression: str) -> Any:
+    """:func:`broker.filter.parser.compile_sql92`, importing the parser (and ``lark``) only
+    when a SQL92 expression first has to be compiled."""
+    from broker.filter.parser import compile_sql92 as compile_
+
+    return compile_(expression)
 
 
 def is_tag_type(expression_type: str | None) -> bool:

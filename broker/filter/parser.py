@@ -49,6 +49,7 @@ from lark.exceptions import (
     VisitError,
 )
 
+from broker.filter.errors import FilterError  # noqa: F401 - re-exported
 from broker.filter.expression import (
     DOUBLE_MAX,
     DOUBLE_MIN,
@@ -140,19 +141,6 @@ WS: /[ \t\n\r\f]+/
 PARSE_EXCEPTION = "org.apache.rocketmq.filter.parser.ParseException"
 RUNTIME_EXCEPTION = "java.lang.RuntimeException"
 NUMBER_FORMAT_EXCEPTION = "java.lang.NumberFormatException"
-
-
-class FilterError(ValueError):
-    """A SQL92 expression that does not compile (``MQFilterException``).
-
-    ``str(err)`` is what RocketMQ puts in the response remark: the cause's class and message.
-    """
-
-    def __init__(self, java_class: str, message: str, expression: str = "") -> None:
-        self.java_class = java_class
-        self.detail = message
-        self.expression = expression
-        super().__init__(f"{java_class}: {message}")
 
 
 class _Check(Exception):
