@@ -176,5 +176,18 @@ def header(cls: type[H]) -> type[H]:
     )
     if len(cls.SPEC) != len(dataclasses.fields(cls)):
         raise TypeError(f"{cls.__name__}: every field must be declared with req() or opt()")
-    cls._parse = staticmethod(compile_parser(cls, cls.SPEC))
+    cls._parse = staticmethod(_lazy_parser(cls))
     return cls
+
+
+def _lazy_parser(cls: type) -> Callable[[dict[str, str] | None], Any]:
+    """A stand-in that compiles ``cls``'s parser on first use and installs it: most of the ~50
+    header classes are never parsed in a given process, and compiling them all at import
+    cost a noticeable part of ``rmq-emu up``'s cold start (issue 5)."""
+
+    def parse(ext: dict[str, str] | None) -> Any:
+        real = compile_parser(cls, cls.SPEC)
+        cls._parse = staticmethod(real)
+        return real(ext)
+
+    return parse
