@@ -5,6 +5,8 @@ transactions, index queries and config managers."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from twisted.internet.task import Clock
 
 from broker.commitlog.record import MessageRecord, decode_record
@@ -304,4 +306,36 @@ def test_consume_queue_file_failure_keeps_put_and_catches_up(tmp_path, monkeypat
     s.put_message(msg(1, qid=5))
     g = s.get_message("g", "T", 5, 0, 32)
     assert [decode_record(m).body for m in g.messages] == [b"body-0", b"body-1"]
+    s.shutdown()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    plan=st.lists(st.tuples(st.integers(0, 2), st.sampled_from(["a", "b", ""]),
+                            st.integers(0, 300)), min_size=1, max_size=60),
+    want=st.sampled_from([None, "a", "b"]),
+    batch=st.integers(1, 40),
+)
+def test_pulling_a_queue_to_the_end_yields_exactly_its_messages(tmp_path_factory, plan, want,
+                                                                 batch):
+    """Pulling from 0 with next_begin_offset until OFFSET_OVERFLOW_ONE returns each matching
+    message of the queue once, in order, across file rolls."""
+    s = make_store(tmp_path_factory.mktemp("s"), cl_size=4096, cq_size=20 * 7)
+    for i, (qid, tag, size) in enumerate(plan):
+        s.put_message(msg(i, qid=qid, tags=tag or None, body=b"%d:" % i + b"x" * size))
+    code = java_string_hash(want) if want else None
+    flt = None if want is None else (lambda c: c == code)
+    for qid in range(3):
+        expected = [i for i, (q, tag, _) in enumerate(plan) if q == qid and (
+            want is None or tag == want)]
+        got, offset = [], 0
+        for _ in range(200):
+            g = s.get_message("g", "T", qid, offset, batch, tags_filter=flt)
+            if g.status in (GetMessageStatus.OFFSET_OVERFLOW_ONE,
+                            GetMessageStatus.NO_MATCHED_LOGIC_QUEUE):
+                break
+            got += [int(decode_record(m).body.split(b":")[0]) for m in g.messages]
+            assert g.next_begin_offset > offset
+            offset = g.next_begin_offset
+        assert got == expected
     s.shutdown()
