@@ -103,6 +103,19 @@ class BrokerConfig:
     max_hash_slot_num: int = 5_000_000
     max_index_num: int = 5_000_000 * 4
     message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
+    check_crc_on_recover: bool = field(default=True, metadata=_key("checkCRCOnRecover"))
+    #: RocketMQ's key is misspelt ``warmMapedFileEnable`` and defaults to false; the emulator
+    #: pre-touches new files by default (the first touch of a page costs 4-6x).
+    warm_mapped_file_enable: bool = field(default=True, metadata=_key("warmMapedFileEnable"))
+    #: The emulator's own: flush as soon as this many pages are dirty.
+    flush_commit_log_max_dirty_pages: int = 16_384
+    max_msgs_num_batch: int = 64
+    max_transfer_bytes_on_message_in_memory: int = 1024 * 256
+    max_transfer_count_on_message_in_memory: int = 32
+    max_transfer_bytes_on_message_in_disk: int = 1024 * 64
+    max_transfer_count_on_message_in_disk: int = 8
+    access_message_in_memory_max_ratio: int = 40
+    auto_message_version_on_topic_len: bool = True
     # --- RocketMQ 5 timer messages (MessageStoreConfig.java, 5.x)
     timer_wheel_enable: bool = True
     timer_max_delay_sec: int = 3600 * 24 * 3
@@ -185,7 +198,7 @@ IGNORED_KEYS = frozenset(
     transientStorePoolEnable transientStorePoolSize fastFailIfNoBufferInStorePool
     aclEnable enablePropertyFilter filterSupportRetry enableCalcFilterBitMap
     storePathConsumeQueue storePathIndex storeCheckpoint abortFile rocketmqHome
-    slaveReadEnable duplicationEnable warmMapedFileEnable isEnableBatchPush
+    slaveReadEnable duplicationEnable isEnableBatchPush
     """.split()
 )
 

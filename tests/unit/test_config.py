@@ -151,16 +151,14 @@ def test_camel_to_snake(camel, snake):
 
 
 def test_every_field_has_a_java_key_round_trip():
-    """Each field's Java key converts back to the field name (or has an explicit java_key)."""
+    """Fields without an explicit java_key have a Java key that converts back to their name."""
     import dataclasses
 
-    for f in dataclasses.fields(BrokerConfig):
-        key = f.metadata.get("java_key")
-        if key is None:
-            from broker.config import snake_to_camel
+    from broker.config import snake_to_camel
 
-            key = snake_to_camel(f.name)
-        assert camel_to_snake(key) == f.name, f.name
+    for f in dataclasses.fields(BrokerConfig):
+        if "java_key" not in f.metadata:
+            assert camel_to_snake(snake_to_camel(f.name)) == f.name, f.name
 
 
 # --- Java properties syntax
@@ -210,3 +208,27 @@ def test_store_config_is_derived():
     assert sc.file_reserved_time == 5
     assert sc.max_message_size == 1000
     assert sc.store_host == "127.0.0.1:20000"
+
+
+def test_every_store_setting_can_be_set_from_broker_conf():
+    """Each MessageStoreConfig field (but the derived store_host) has a BrokerConfig field with
+    the same default, so broker.conf can set it and an empty file changes nothing."""
+    import dataclasses
+
+    from broker.store_config import MessageStoreConfig
+
+    mine = {f.name: f for f in dataclasses.fields(BrokerConfig)}
+    for f in dataclasses.fields(MessageStoreConfig):
+        if f.name == "store_host":
+            continue
+        name = f.name if f.name in mine else f.name.replace("commitlog", "commit_log")
+        assert name in mine, f.name
+        if f.name != "store_path_root_dir":
+            assert getattr(BrokerConfig(), name) == getattr(MessageStoreConfig(), f.name), f.name
+
+
+def test_rocketmq_misspelt_warm_key_is_understood():
+    """warmMapedFileEnable (RocketMQ's spelling) sets warm_mapped_file_enable."""
+    cfg = parse_broker_conf("warmMapedFileEnable=false\n").config
+    assert cfg.warm_mapped_file_enable is False
+    assert cfg.to_store_config().warm_mapped_file_enable is False
