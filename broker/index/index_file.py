@@ -35,7 +35,6 @@ import mmap
 import os
 import struct
 from dataclasses import dataclass
-from operator import mul
 
 from construct import Int32sb, Int64sb, Struct
 
@@ -73,6 +72,9 @@ HEADER_STRUCT = struct.Struct(">qqqqii")
 ENTRY_STRUCT = struct.Struct(">iqii")
 SLOT_STRUCT = struct.Struct(">i")
 assert HEADER_STRUCT.size == INDEX_HEADER_SIZE and ENTRY_STRUCT.size == INDEX_ENTRY_SIZE
+_entry_pack = ENTRY_STRUCT.pack_into
+_slot_pack = SLOT_STRUCT.pack_into
+_slot_unpack = SLOT_STRUCT.unpack_from
 
 
 def index_file_size(hash_slot_num: int, index_num: int) -> int:
@@ -80,19 +82,8 @@ def index_file_size(hash_slot_num: int, index_num: int) -> int:
     return INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
 
 
-_FAST_HASH_MAX = 256
-#: 31**k mod 2**32 for k = _FAST_HASH_MAX .. 0: the last n entries weight an n-char string.
-_POWERS = [pow(31, k, 1 << 32) for k in range(_FAST_HASH_MAX, -1, -1)]
-
-
-def _java_hash(text: str) -> int:
-    """``String.hashCode`` as :func:`broker.message.java_string_hash`, about twice as fast for
-    ASCII keys (one C-level dot product instead of a Python loop); the index hashes every key."""
-    n = len(text)
-    if n <= _FAST_HASH_MAX and text.isascii():
-        h = sum(map(mul, text.encode("ascii"), _POWERS[_FAST_HASH_MAX + 1 - n:])) & 0xFFFFFFFF
-        return h - 0x100000000 if h & 0x80000000 else h
-    return java_string_hash(text)
+#: Kept for callers of the old name: :func:`broker.message.java_string_hash` is the fast one.
+_java_hash = java_string_hash
 
 
 def index_key_hash(key: str) -> int:
@@ -100,7 +91,14 @@ def index_key_hash(key: str) -> int:
 
     Java's ``Math.abs(Integer.MIN_VALUE)`` stays negative, hence the special case.
     """
-    h = _java_hash(key)
+    h = java_string_hash(key)
+    if h == -(2**31):
+        return 0
+    return abs(h)
+
+
+def key_hash_from_java_hash(h: int) -> int:
+    """:func:`index_key_hash` of a key whose ``String.hashCode`` is already known."""
     if h == -(2**31):
         return 0
     return abs(h)
@@ -222,33 +220,47 @@ class IndexFile:
 
     def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
         """Add ``key`` -> ``phy_offset``; False when the file is full (``IndexFile.putKey``)."""
+        return self.put_hashes((index_key_hash(key),), phy_offset, store_timestamp) == 1
+
+    def put_hashes(self, key_hashes, phy_offset: int, store_timestamp: int) -> int:
+        """Add one message's keys, given as :func:`index_key_hash` values, in order; returns
+        how many fit (fewer than given once the file is full). Each entry is written exactly as
+        :meth:`put_key` would; the header is written once, after the last."""
         h = self.header
-        if h.index_count >= self.index_num:
-            return False
-        key_hash = index_key_hash(key)
-        slot_pos = self._slot_pos(key_hash)
-        (slot_value,) = SLOT_STRUCT.unpack_from(self._mm, slot_pos)
-        if slot_value <= INVALID_INDEX or slot_value > h.index_count:
-            slot_value = INVALID_INDEX
-        if h.begin_timestamp <= 0:
-            time_diff = 0
-        else:
-            time_diff = min(max((store_timestamp - h.begin_timestamp) // 1000, 0), _INT_MAX)
-        ENTRY_STRUCT.pack_into(
-            self._mm, self._entry_pos(h.index_count), key_hash, phy_offset, time_diff, slot_value
-        )
-        SLOT_STRUCT.pack_into(self._mm, slot_pos, h.index_count)
-        if h.index_count <= 1:
-            h.begin_phy_offset = phy_offset
-            h.begin_timestamp = store_timestamp
-        if slot_value == INVALID_INDEX:
-            h.hash_slot_count += 1
-        h.index_count += 1
-        h.end_phy_offset = phy_offset
-        h.end_timestamp = store_timestamp
-        self._write_header()
-        self._dirty = True
-        return True
+        mm = self._mm
+        slots = self.hash_slot_num
+        base = self._entries_base
+        index_num = self.index_num
+        written = 0
+        for key_hash in key_hashes:
+            count = h.index_count
+            if count >= index_num:
+                break
+            slot_pos = INDEX_HEADER_SIZE + (key_hash % slots) * HASH_SLOT_SIZE
+            slot_value = _slot_unpack(mm, slot_pos)[0]
+            if slot_value <= INVALID_INDEX or slot_value > count:
+                slot_value = INVALID_INDEX
+            begin = h.begin_timestamp
+            if begin <= 0:
+                time_diff = 0
+            else:
+                time_diff = min(max((store_timestamp - begin) // 1000, 0), _INT_MAX)
+            _entry_pack(mm, base + count * INDEX_ENTRY_SIZE, key_hash, phy_offset, time_diff,
+                        slot_value)
+            _slot_pack(mm, slot_pos, count)
+            if count <= 1:
+                h.begin_phy_offset = phy_offset
+                h.begin_timestamp = store_timestamp
+            if slot_value == INVALID_INDEX:
+                h.hash_slot_count += 1
+            h.index_count = count + 1
+            written += 1
+        if written:
+            h.end_phy_offset = phy_offset
+            h.end_timestamp = store_timestamp
+            self._write_header()
+            self._dirty = True
+        return written
 
     # --- read -------------------------------------------------------------------------------
     def read_entry(self, n: int) -> tuple[int, int, int, int]:

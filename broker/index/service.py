@@ -26,13 +26,23 @@ from broker.index.index_file import (
     IndexFile,
     IndexFileError,
     build_key,
+    index_key_hash,
+    key_hash_from_java_hash,
 )
-from broker.message import KEY_SEPARATOR, TRANSACTION_ROLLBACK_TYPE, transaction_type
+from broker.message import (
+    KEY_SEPARATOR,
+    TRANSACTION_ROLLBACK_TYPE,
+    TRANSACTION_TYPE_MASK,
+    java_string_hash,
+    java_string_hash_append,
+)
 
 log = logging.getLogger(__name__)
 
 #: ``MessageStoreConfig.maxMsgsNumBatch``: cap on offsets returned by one query.
 DEFAULT_MAX_MSGS_NUM_BATCH = 64
+#: Topics whose ``"topic#"`` hash is kept (the cache is dropped, not grown, beyond this).
+_PREFIX_CACHE_MAX = 4096
 
 
 @dataclass
@@ -77,6 +87,7 @@ class IndexService:
         self.index_num = index_num
         self.max_msgs_num_batch = max_msgs_num_batch
         self.files: list[IndexFile] = []
+        self._prefix_hashes: dict[str, int] = {}
 
     # --- lifecycle --------------------------------------------------------------------------
     def load(self) -> bool:
@@ -157,11 +168,34 @@ class IndexService:
         return self._new_file()
 
     def _put_key(self, key: str, commitlog_offset: int, store_timestamp: int) -> None:
+        self._put_hashes([index_key_hash(key)], commitlog_offset, store_timestamp)
+
+    def _put_hashes(self, hashes: list[int], commitlog_offset: int, store_timestamp: int) -> None:
         f = self._writable_file()
-        if not f.put_key(key, commitlog_offset, store_timestamp):
+        done = f.put_hashes(hashes, commitlog_offset, store_timestamp)
+        while done < len(hashes):  # the file filled up: the rest goes to a new one
             f = self._new_file()
-            if not f.put_key(key, commitlog_offset, store_timestamp):
+            n = f.put_hashes(hashes[done:], commitlog_offset, store_timestamp)
+            if n == 0:
                 raise IndexFileError(f"index file {f.path}: cannot hold even one entry")
+            done += n
+
+    def _key_hash(self, topic: str, key: str) -> int:
+        """``index_key_hash(build_key(topic, key))`` from the topic's cached ``"topic#"`` hash."""
+        prefix = self._prefix_hashes.get(topic)
+        if prefix is None:
+            if len(self._prefix_hashes) >= _PREFIX_CACHE_MAX:
+                self._prefix_hashes.clear()
+            prefix = self._prefix_hashes[topic] = java_string_hash(f"{topic}#")
+        return key_hash_from_java_hash(java_string_hash_append(prefix, key))
+
+    def _last_indexed(self) -> int:
+        files = self.files
+        if files:
+            h = files[-1].header
+            if h.index_count > 1:
+                return h.end_phy_offset
+        return self.last_indexed_phy_offset
 
     def put(
         self,
@@ -175,16 +209,19 @@ class IndexService:
 
         ``keys`` are the KEYS tokens (see :func:`split_keys`).
         """
-        last = self.last_indexed_phy_offset
+        last = self._last_indexed()
         if last >= 0 and commitlog_offset <= last:
             return False
         # A key repeated in KEYS (or equal to UNIQ_KEY) is indexed once: RocketMQ indexes it
         # twice and QUERY_MESSAGE then returns the same record twice.
         seen: set[str] = set()
+        hashes = []
         for key in ([uniq_key] if uniq_key else []) + list(keys):
             if key and key not in seen:
                 seen.add(key)
-                self._put_key(build_key(topic, key), commitlog_offset, store_timestamp)
+                hashes.append(self._key_hash(topic, key))
+        if hashes:
+            self._put_hashes(hashes, commitlog_offset, store_timestamp)
         return True
 
     def build_index(
@@ -198,8 +235,19 @@ class IndexService:
     ) -> bool:
         """Dispatch helper: like :meth:`put` from the raw KEYS property; rolled-back
         transaction records are not indexed (``IndexService.buildIndex``)."""
-        if transaction_type(sys_flag) == TRANSACTION_ROLLBACK_TYPE:
+        if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
             return False
+        if keys_property and KEY_SEPARATOR not in keys_property:
+            # The common case (one key or none, plus UNIQ_KEY) without splitting and sets.
+            last = self._last_indexed()
+            if last >= 0 and commitlog_offset <= last:
+                return False
+            if uniq_key and uniq_key != keys_property:
+                hashes = [self._key_hash(topic, uniq_key), self._key_hash(topic, keys_property)]
+            else:
+                hashes = [self._key_hash(topic, keys_property)]
+            self._put_hashes(hashes, commitlog_offset, store_timestamp)
+            return True
         return self.put(topic, split_keys(keys_property), uniq_key, commitlog_offset,
                         store_timestamp)
 
