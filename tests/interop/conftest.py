@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from interop_support import (
+    CVS_SPEC,
     NPM_SPECS,
     PYPI_SPEC,
     ClientLauncher,
@@ -28,6 +29,20 @@ def pypi_rocketmq() -> Path:
         target,
         [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-q",
          "--no-input", "--target", "{target}", PYPI_SPEC],
+        [sys.executable, "-c",
+         "import sys; sys.path.insert(0, '{target}'); import rocketmq.client"],
+    )
+
+
+@pytest.fixture(scope="session")
+def pypi_rocketmq_cvs() -> Path:
+    """PYTHONPATH entry for PyPI ``rocketmq-python-cvs==2.1.0.3`` (a C++ 2.x client, same API)."""
+    target = cache_dir() / "pypi-rocketmq-python-cvs-2.1.0.3"
+    return install(
+        CVS_SPEC,
+        target,
+        [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-q",
+         "--no-input", "--target", "{target}", CVS_SPEC],
         [sys.executable, "-c",
          "import sys; sys.path.insert(0, '{target}'); import rocketmq.client"],
     )

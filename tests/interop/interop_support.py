@@ -33,6 +33,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = Path(__file__).resolve().parent / "clients"
 PYPI_SPEC = "rocketmq==0.4.4"
+CVS_SPEC = "rocketmq-python-cvs==2.1.0.3"
 NPM_SPECS = ("ali-ons@3.12.0", "rocketmq-nodejs@1.1.2")
 INSTALL_TIMEOUT = 600
 TEST_COMMITLOG_SIZE = 64 * 1024 * 1024
