@@ -19,6 +19,7 @@ from broker.message import (
     RMQ_SYS_SCHEDULE_TOPIC,
 )
 from reports import charts
+from reports.columns import ERROR_COLUMN
 from reports.jobs.common import commitlog, error_notes, split_errors, to_pandas
 from reports.report import Chart, Progress, Report
 
@@ -37,20 +38,23 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
     report = Report(NAME, "Retries and dead letters", store)
     with progress.stage("scan commitlog (retry, schedule and DLQ records)"):
         df = commitlog(spark, store, COLUMNS)
-        good, bad = split_errors(df)
-        errors = to_pandas(bad)
-        rel = good.where(
-            F.col("topic").startswith(RETRY_GROUP_TOPIC_PREFIX)
+        # One pass: keep the retry/schedule/DLQ rows and the corrupt-record rows together.
+        both = df.where(
+            F.col(ERROR_COLUMN).isNotNull()
+            | F.col("topic").startswith(RETRY_GROUP_TOPIC_PREFIX)
             | F.col("topic").startswith(DLQ_GROUP_TOPIC_PREFIX)
             | ((F.col("topic") == RMQ_SYS_SCHEDULE_TOPIC) & F.col("retryGroup").isNotNull())
-        ).select(
+        ).persist(StorageLevel.MEMORY_AND_DISK)
+        good, bad = split_errors(both)
+        errors = to_pandas(bad)
+        rel = good.select(
             "*",
             F.coalesce("retryGroup", "dlqGroup").alias("group"),
             F.coalesce("retryTopic", F.lit("(unknown)")).alias("originalTopic"),
             F.when(F.col("topic").startswith(RETRY_GROUP_TOPIC_PREFIX), "retry")
             .when(F.col("topic").startswith(DLQ_GROUP_TOPIC_PREFIX), "dlq")
             .otherwise("scheduled").alias("kind"),
-        ).persist(StorageLevel.MEMORY_AND_DISK)
+        )
     with progress.stage("counts per group and topic"):
         is_retry = F.col("kind") == "retry"
         counts = to_pandas(
@@ -75,7 +79,7 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
             )
             .orderBy("group", "storeTimestamp")
         )
-    rel.unpersist()
+    both.unpersist()
     with progress.stage("charts"):
         by_group = counts.groupby("group", as_index=False)[["retries", "dlq"]].sum()
         report.tables = {"retries_by_group_topic": counts, "dlq_messages": dlq}
