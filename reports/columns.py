@@ -157,7 +157,7 @@ def record_fields_for(names: Sequence[str]) -> tuple[str, ...]:
 _PHYS = struct.Struct(">q")
 
 
-def _host_formatter() -> Callable[[bytes], str]:
+def host_formatter() -> Callable[[bytes], str]:
     """``ip:port`` of a raw host block, memoised (a store has few distinct hosts)."""
     cache: dict[bytes, str] = {}
 
@@ -220,7 +220,7 @@ def build_batch(
     """Turn decoded columns into an Arrow batch with the columns ``names`` (schema order)."""
     cols = scan.columns
     n = len(scan.positions)
-    fmt_host = fmt_host or _host_formatter()
+    fmt_host = fmt_host or host_formatter()
     props: list[dict[str, str]] | None = None
     if "properties" in cols and any(_NEEDS[c] and "properties" in _NEEDS[c] for c in names):
         props = [string_to_properties(s) for s in cols["properties"]]

@@ -174,7 +174,7 @@ def read_partition(
     arrow_schema = C.arrow_schema_of(schema)
     fields = C.record_fields_for(names)
     file_name = os.path.basename(part.path)
-    fmt_host = C._host_formatter()
+    fmt_host = C.host_formatter()
     with open(part.path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size == 0:
