@@ -209,7 +209,7 @@ class ScheduleLog:
     30-day spread of one-hour buckets does not hold 720 descriptors.
     """
 
-    def __init__(self, root: str, bucket_ms: int = 3_600_000, max_open: int = 32) -> None:
+    def __init__(self, root: str, bucket_ms: int = 3_600_000, max_open: int = 256) -> None:
         self.dir = os.path.join(root, "schedule_log")
         self.bucket_ms = bucket_ms
         self.max_open = max_open
