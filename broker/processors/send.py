@@ -72,6 +72,11 @@ _BOOL_FIELDS = {
 
 #: Properties that make a message scheduled (DELAY level or an R5 timer).
 _SCHEDULE_KEYS = frozenset({"DELAY", "TIMER_DELAY_SEC", "TIMER_DELAY_MS", "TIMER_DELIVER_MS"})
+_V2 = int(RequestCode.SEND_MESSAGE_V2)
+#: Returned by ``_send_v2_plain`` for a request the general path must handle.
+_GENERAL = object()
+#: Topic names remembered as valid (the set is dropped, not grown, beyond this).
+_VALID_TOPICS_MAX = 4096
 
 
 def client_key(conn: Any) -> str:
@@ -98,6 +103,7 @@ class SendMessageProcessor:
         self.trace_on = "true" if ctx.setting("trace_on", True) else "false"
         self._prefix_host: tuple[str, int] | None = None
         self._prefix = ""
+        self._valid_topics: set[str] = set()
 
     def handlers(self) -> dict[int, Any]:
         """Request code → handler, for ``RequestDispatcher.register``."""
@@ -111,6 +117,10 @@ class SendMessageProcessor:
     # --- send ------------------------------------------------------------------------------
     def process_send(self, cmd: RemotingCommand, conn: Any) -> Any:
         """10 / 310 / 320: store the message(s); the response waits for the flush policy."""
+        if cmd.code == _V2:
+            answer = self._send_v2_plain(cmd, conn)
+            if answer is not _GENERAL:
+                return answer
         header = SendMessageRequestHeader.from_request(cmd.code, cmd.ext_fields)
         self._warn_misread_booleans(cmd, conn)
         ext = {"MSG_REGION": self.region_id, "TRACE_ON": self.trace_on}
@@ -120,6 +130,76 @@ class SendMessageProcessor:
         if header.batch:
             return self._send_batch(cmd, conn, header, ext)
         return self._send_single(cmd, conn, header, ext)
+
+    def _send_v2_plain(self, cmd: RemotingCommand, conn: Any) -> Any:
+        """SEND_MESSAGE_V2 in its everyday form, with the same outcome as the general path
+        (header parse, ``_msg_check``, ``_send_single``) but without its per-field machinery:
+        every required letter present, numbers plain decimal, no batch/unitMode flag, an
+        existing writable non-retry topic, no transaction or schedule property. Anything else
+        returns ``_GENERAL`` before any side effect, and the general path handles it."""
+        ext = cmd.ext_fields
+        get = ext.get
+        topic = get("b")
+        qid = get("e")
+        sys_flag = get("f")
+        born = get("g")
+        flag = get("h")
+        queues = get("d")
+        if (
+            topic is None or qid is None or sys_flag is None or born is None or flag is None
+            or queues is None or get("a") is None or get("c") is None
+            or not (qid.isdecimal() and len(qid) < 10 and sys_flag.isdecimal()
+                    and len(sys_flag) < 10 and born.isdecimal() and len(born) < 19
+                    and flag.isdecimal() and len(flag) < 10 and queues.isdecimal()
+                    and len(queues) < 10)
+        ):
+            return _GENERAL
+        batch = get("m")
+        unit = get("k")
+        if (batch is not None and batch != "false") or (unit is not None and unit != "false"):
+            return _GENERAL
+        times = get("j")
+        if times is not None and not (times.isdecimal() and len(times) < 10):
+            return _GENERAL
+        most = get("l")
+        if most is not None and not (most.isdecimal() and len(most) < 10):
+            return _GENERAL
+        ctx = self.ctx
+        tc = ctx.topic_config.select_topic_config(topic)
+        body = cmd.body
+        queue_id = int(qid)
+        if (
+            tc is None
+            or topic not in self._valid_topics and not self._remember_valid(topic)
+            or topic in NOT_ALLOWED_SEND_TOPICS
+            or topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+            or queue_id >= max(tc.write_queue_nums, tc.read_queue_nums)
+            or len(body) > self.max_message_size
+            or not ctx.setting("broker_permission", 6) & PERM_WRITE
+        ):
+            return _GENERAL
+        props = string_to_properties(get("i") or "")
+        if PROPERTY_TRANSACTION_PREPARED in props or not _SCHEDULE_KEYS.isdisjoint(props):
+            return _GENERAL
+        props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
+        props[PROPERTY_CLUSTER] = ctx.cluster_name
+        flags = int(sys_flag)
+        if tc.topic_filter_type == MULTI_TAG:
+            flags |= MULTI_TAGS_FLAG
+        record = MessageRecord(topic, body, queue_id, int(flag), props, flags, int(born),
+                               conn.peer, ctx.store_host, int(times) if times else 0)
+        result = ctx.store.put_message(record)
+        ext_out = {"MSG_REGION": self.region_id, "TRACE_ON": self.trace_on}
+        return self._respond(cmd, result, queue_id, ext_out, record.topic, 1, len(body))
+
+    def _remember_valid(self, topic: str) -> bool:
+        """``validate_topic`` passed (remembered: topic names are few)."""
+        if validate_topic(topic) is not None:
+            return False
+        if len(self._valid_topics) >= _VALID_TOPICS_MAX:
+            self._valid_topics.clear()
+        self._valid_topics.add(topic)
+        return True
 
     def _warn_misread_booleans(self, cmd: RemotingCommand, conn: Any) -> None:
         ext = cmd.ext_fields
