@@ -23,7 +23,9 @@ Options (strings): ``columns`` (comma list; default all, see :mod:`reports.colum
 batch, default 8192), ``maxPartitionBytes`` (default 128 MiB), ``trimWrittenEnd`` (default
 true: the driver finds each split file's written end by a binary search for the last record
 start and plans no ranges over the zero tail, see :func:`written_stop`) and
-``maxRecordBytes`` (the longest record that search assumes, default 4 MiB + 128 KiB). A user schema
+``maxRecordBytes`` (the longest record that search assumes, default 4 MiB + 128 KiB),
+``checkCRC`` (default false: true also reports a record whose BODYCRC does not match its
+body, as RocketMQ's recovery does with ``checkCRCOnRecover``). A user schema
 (``spark.read.schema("topic string")``) also narrows what is decoded.
 """
 
@@ -165,6 +167,7 @@ def read_partition(
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
     fail_fast: bool = False,
+    check_crc: bool = False,
 ) -> Iterator:
     """Yield Arrow record batches for ``part`` (runs in a Spark Python worker; also usable
     without Spark)."""
@@ -193,7 +196,9 @@ def read_partition(
             if pos >= stop and not _left_to_us(mm, pos, base):
                 break
             # Past our range we only decode what the next partition's search will skip.
-            scan = scan_columns(mm, pos, stop if pos < stop else pos + 1, fields, batch_size)
+            scan = scan_columns(
+                mm, pos, stop if pos < stop else pos + 1, fields, batch_size, check_crc
+            )
             if scan.positions:
                 yield C.build_batch(scan, names, arrow_schema, file_name, fmt_host)
             if scan.end == "error":
@@ -237,6 +242,7 @@ class CommitLogReader(DataSourceReader):
         self.schema = schema
         # Without an _error column a corrupt record could only become a row of nulls: fail.
         self.fail_fast = _bool(options, "failFast", False) or C.ERROR_COLUMN not in schema.names
+        self.check_crc = _bool(options, "checkCRC", False)
         self.batch_size = int(options.get("batchSize", DEFAULT_BATCH_SIZE))
         self.max_partition_bytes = int(
             options.get("maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES)
@@ -253,7 +259,8 @@ class CommitLogReader(DataSourceReader):
     def read(self, partition: CommitLogPartition) -> Iterator:
         """Arrow batches of the records starting in the partition's range."""
         return read_partition(
-            partition, self.schema, batch_size=self.batch_size, fail_fast=self.fail_fast
+            partition, self.schema, batch_size=self.batch_size, fail_fast=self.fail_fast,
+            check_crc=self.check_crc,
         )
 
 

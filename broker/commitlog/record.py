@@ -486,6 +486,7 @@ def scan_columns(
     stop: int | None = None,
     fields: tuple[str, ...] | list[str] = SCAN_FIELDS,
     max_records: int = 1 << 62,
+    check_crc: bool = False,
 ) -> ColumnScan:
     """Decode consecutive records starting at ``pos`` into columns, only the ``fields`` asked
     for (names from :data:`SCAN_FIELDS`), without building a :class:`MessageRecord` per row.
@@ -497,7 +498,8 @@ def scan_columns(
 
     The IPv4 case runs on one precompiled struct; an IPv6 record, and any record that fails a
     length check, goes through :func:`decode_record`, so errors and values are exactly
-    :func:`decode_record`'s.
+    :func:`decode_record`'s. With ``check_crc`` a record whose BODYCRC does not match its body
+    is an error, as on RocketMQ's recovery (``checkCRCOnRecover``).
     """
     unknown = set(fields) - set(SCAN_FIELDS)
     if unknown:
@@ -505,7 +507,7 @@ def scan_columns(
     blen = len(buf)
     if stop is None:
         stop = blen
-    if not _PER_ROW_FIELDS.intersection(fields):
+    if not check_crc and not _PER_ROW_FIELDS.intersection(fields):
         fast = _scan_vectorized(buf, pos, stop, fields, max_records)
         if fast is not None:
             return fast
@@ -570,10 +572,15 @@ def scan_columns(
                         p += 2
                         if pl < 0 or p + pl != limit:
                             vals = None
+                        elif check_crc:
+                            body_at = pos + v4_size
+                            stored_crc = _I32.unpack_from(buf, pos + 8)[0]
+                            if body_crc(bytes(buf[body_at : body_at + body_len])) != stored_crc:
+                                vals = None  # decode_record(check_crc=True) names the error
         if vals is None:
             # Slow path: IPv6 hosts or a record that fails a check; decode_record decides.
             try:
-                rec = decode_record(buf, pos)
+                rec = decode_record(buf, pos, check_crc=check_crc)
             except RecordError as exc:
                 end = "error"
                 error = exc

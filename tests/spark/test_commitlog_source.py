@@ -207,3 +207,29 @@ def test_planning_leaves_out_the_zero_tail(store, tmp_path):
         fh.write(b"\xff" * 8)  # garbage right after the last record: not a clean end
     parts = [p for p in plan_partitions(root, 100) if p.path.endswith(last)]
     assert parts[-1].stop == 2048
+
+
+def test_check_crc_option_reports_a_damaged_body(store, tmp_path):
+    """checkCRC=true turns a body that no longer matches BODYCRC into an _error row."""
+    import pyarrow as pa
+
+    from reports.columns import commitlog_schema
+    from reports.datasource_commitlog import CommitLogReader
+
+    root = str(tmp_path / "crc")
+    shutil.copytree(store.root, root)
+    victim = store.records[3]
+    name = f"{victim.physical_offset - victim.physical_offset % 2048:020d}"
+    with open(os.path.join(root, "commitlog", name), "r+b") as fh:
+        fh.seek(victim.physical_offset % 2048 + 88)
+        fh.write(b"#")
+    schema = commitlog_schema(["physicalOffset"])
+    for check, expected in (("false", 0), ("true", 1)):
+        reader = CommitLogReader({"path": root, "checkCRC": check}, schema)
+        table = pa.Table.from_batches(
+            [b for p in reader.partitions() for b in reader.read(p)]
+        )
+        errors = [e for e in table.column("_error").to_pylist() if e]
+        assert len(errors) == expected
+        assert table.num_rows == len(store.records) + expected - (1 if expected else 0)
+    assert "BODYCRC" in errors[0] and name in errors[0]

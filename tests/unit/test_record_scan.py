@@ -203,3 +203,17 @@ def test_vectorized_scan_is_used_for_large_batches(monkeypatch):
     assert scan.columns["queueId"] == [r.queue_id for r in recs]
     assert scan.columns["bornHost"] == [pack_host(*r.born_host) for r in recs]
     assert scan.columns["topicLength"] == [len(r.topic) for r in recs]
+
+
+@pytest.mark.parametrize("fields", [("topic",), ("topic", "body"), ("queueId",)])
+def test_check_crc_reports_a_body_that_does_not_match(fields):
+    """With check_crc a flipped body byte ends the scan with decode_record's CRC error."""
+    recs = [MessageRecord(topic="T", body=b"payload-%d" % i) for i in range(3)]
+    buf = bytearray(_log(recs))
+    second = recs[1].physical_offset
+    buf[second + 88] ^= 0xFF  # first body byte of the second record
+    plain = scan_columns(bytes(buf), fields=fields)
+    assert plain.end == "eof" and len(plain.positions) == 3
+    checked = scan_columns(bytes(buf), fields=fields, check_crc=True)
+    assert checked.end == "error" and checked.next_pos == second
+    assert "BODYCRC" in str(checked.error) and len(checked.positions) == 1
