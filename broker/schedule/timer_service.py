@@ -64,6 +64,7 @@ class TimerConfig:
     checkpoint_interval_ms: int = 1000  # timerFlushIntervalMs
     retry_delay_ms: int = 100  # re-put after a failed put
     fsync: bool = False  # fsync schedule/dispatch logs at each checkpoint
+    load_chunk: int = 20_000  # records loaded into the wheel per reactor turn
 
 
 class TimerService:
@@ -80,7 +81,8 @@ class TimerService:
         self.dlog = DispatchLog(self.root)
         self.wheel = HashedWheel(clock, self._on_fire, self.config.tick_ms)
         self.loader = BucketLoader(clock, self.slog, self.dlog, self.wheel,
-                                   self.config.load_advance_ms, self._maybe_drop)
+                                   self.config.load_advance_ms, self._maybe_drop,
+                                   self.config.load_chunk)
         self.replay_offset = 0
         self.dropped_below_ms = 0
         self._replay_call = None

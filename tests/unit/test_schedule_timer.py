@@ -7,10 +7,15 @@ import os
 
 import pytest
 from schedule_support import STORE_KINDS, boot, clean_restart, crash_and_reboot
+from twisted.internet.task import Clock
 
 from broker.commitlog.record import MessageRecord
 from broker.message import TIMER_TOPIC
 from broker.schedule import TimerMessageError
+from broker.schedule.dispatch_log import DispatchLog
+from broker.schedule.hash_wheel import HashedWheel
+from broker.schedule.schedule_log import ScheduleLog
+from broker.schedule.timer_loader import BucketLoader
 from broker.schedule.timer_message import transform_timer_message
 
 H = 3_600_000
@@ -151,6 +156,41 @@ def test_message_arriving_for_the_bucket_being_loaded_is_not_missed(tmp_path, ki
     h.run_until(bucket + 100)
     assert sorted(h.by_key()) == ["after", "at", "before"]
     assert len(h.messages("T")) == 3
+
+
+def test_load_spread_over_reactor_turns_misses_and_doubles_nothing(tmp_path):
+    """With a load chunk of 3 records, records copied while their bucket is queued or half
+    loaded end up in the wheel exactly once."""
+    clock = Clock()
+    slog = ScheduleLog(str(tmp_path), H)
+    slog.load()
+    dlog = DispatchLog(str(tmp_path))
+    fired = []
+    wheel = HashedWheel(clock, fired.extend)
+    wheel.start()
+    loader = BucketLoader(clock, slog, dlog, wheel, 30 * 60_000, chunk=3)
+    bucket = 10 * H
+
+    def replay_one(due, n):
+        loader.before_append(slog.bucket_of(due))
+        b, entry = slog.append(due, n, b"m%d" % n)
+        if loader.accepts(b, entry):
+            wheel.add(due, (b, entry.sequence, entry.position, entry.payload_len))
+
+    for n in range(10):
+        replay_one(bucket + n, n)
+    clock.advance((bucket - 30 * 60_000) / 1000)
+    loader.start()  # first chunk now, the rest on later reactor turns
+    assert loader.loading_bucket == bucket and len(wheel) == 3
+    replay_one(bucket + 50, 10)  # appended after the load's snapshot: straight into the wheel
+    assert len(wheel) == 4
+    clock.advance(0)
+    replay_one(bucket + 60, 11)
+    while loader.loading_bucket is not None:
+        clock.advance(0)
+    assert len(wheel) == 12
+    clock.advance(H / 1000)
+    assert sorted(item[1] for _due, item in fired) == list(range(12))
 
 
 def test_two_years_ahead_is_delivered_after_two_years(tmp_path, kind):
