@@ -73,6 +73,7 @@ ENTRY_STRUCT = struct.Struct(">iqii")
 SLOT_STRUCT = struct.Struct(">i")
 assert HEADER_STRUCT.size == INDEX_HEADER_SIZE and ENTRY_STRUCT.size == INDEX_ENTRY_SIZE
 _entry_pack = ENTRY_STRUCT.pack_into
+_header_pack = HEADER_STRUCT.pack_into
 _slot_pack = SLOT_STRUCT.pack_into
 _slot_unpack = SLOT_STRUCT.unpack_from
 
@@ -231,34 +232,40 @@ class IndexFile:
         slots = self.hash_slot_num
         base = self._entries_base
         index_num = self.index_num
-        written = 0
+        count = h.index_count
+        begin_ts = h.begin_timestamp
+        begin_phy = h.begin_phy_offset
+        slot_count = h.hash_slot_count
+        first = count
         for key_hash in key_hashes:
-            count = h.index_count
             if count >= index_num:
                 break
             slot_pos = INDEX_HEADER_SIZE + (key_hash % slots) * HASH_SLOT_SIZE
             slot_value = _slot_unpack(mm, slot_pos)[0]
             if slot_value <= INVALID_INDEX or slot_value > count:
                 slot_value = INVALID_INDEX
-            begin = h.begin_timestamp
-            if begin <= 0:
+                slot_count += 1
+            if begin_ts <= 0:
                 time_diff = 0
             else:
-                time_diff = min(max((store_timestamp - begin) // 1000, 0), _INT_MAX)
+                time_diff = min(max((store_timestamp - begin_ts) // 1000, 0), _INT_MAX)
             _entry_pack(mm, base + count * INDEX_ENTRY_SIZE, key_hash, phy_offset, time_diff,
                         slot_value)
             _slot_pack(mm, slot_pos, count)
             if count <= 1:
-                h.begin_phy_offset = phy_offset
-                h.begin_timestamp = store_timestamp
-            if slot_value == INVALID_INDEX:
-                h.hash_slot_count += 1
-            h.index_count = count + 1
-            written += 1
+                begin_phy = phy_offset
+                begin_ts = store_timestamp
+            count += 1
+        written = count - first
         if written:
+            h.index_count = count
+            h.begin_timestamp = begin_ts
+            h.begin_phy_offset = begin_phy
+            h.hash_slot_count = slot_count
             h.end_phy_offset = phy_offset
             h.end_timestamp = store_timestamp
-            self._write_header()
+            _header_pack(mm, 0, begin_ts, store_timestamp, begin_phy, phy_offset, slot_count,
+                         count)
             self._dirty = True
         return written
 

@@ -88,6 +88,7 @@ class IndexService:
         self.max_msgs_num_batch = max_msgs_num_batch
         self.files: list[IndexFile] = []
         self._prefix_hashes: dict[str, int] = {}
+        self._uniq_prefixes: dict[tuple[str, str], int] = {}
 
     # --- lifecycle --------------------------------------------------------------------------
     def load(self) -> bool:
@@ -171,7 +172,10 @@ class IndexService:
         self._put_hashes([index_key_hash(key)], commitlog_offset, store_timestamp)
 
     def _put_hashes(self, hashes: list[int], commitlog_offset: int, store_timestamp: int) -> None:
-        f = self._writable_file()
+        files = self.files
+        f = files[-1] if files else None
+        if f is None or f.header.index_count >= f.index_num:
+            f = self._new_file()
         done = f.put_hashes(hashes, commitlog_offset, store_timestamp)
         while done < len(hashes):  # the file filled up: the rest goes to a new one
             f = self._new_file()
@@ -184,10 +188,33 @@ class IndexService:
         """``index_key_hash(build_key(topic, key))`` from the topic's cached ``"topic#"`` hash."""
         prefix = self._prefix_hashes.get(topic)
         if prefix is None:
-            if len(self._prefix_hashes) >= _PREFIX_CACHE_MAX:
-                self._prefix_hashes.clear()
-            prefix = self._prefix_hashes[topic] = java_string_hash(f"{topic}#")
+            prefix = self._topic_prefix(topic)
         return key_hash_from_java_hash(java_string_hash_append(prefix, key))
+
+    def _uniq_hash(self, topic: str, uniq: str) -> int:
+        """:meth:`_key_hash` of an UNIQ_KEY. The Java client's ids are 32 hex digits whose first
+        20 are fixed per producer (``MessageClientIDSetter``: ip, pid, class loader) and last 12
+        vary (time, counter): the hash of ``topic#<first 20>`` is remembered, so each message
+        hashes 12 characters instead of the whole key."""
+        if len(uniq) != 32 or not uniq.isascii():
+            return self._key_hash(topic, uniq)
+        fixed = uniq[:20]
+        cache = self._uniq_prefixes
+        prefix = cache.get((topic, fixed))
+        if prefix is None:
+            if len(cache) >= _PREFIX_CACHE_MAX:
+                cache.clear()
+            prefix = self._prefix_hashes.get(topic)
+            if prefix is None:
+                prefix = self._topic_prefix(topic)
+            prefix = cache[(topic, fixed)] = java_string_hash_append(prefix, fixed)
+        return key_hash_from_java_hash(java_string_hash_append(prefix, uniq[20:]))
+
+    def _topic_prefix(self, topic: str) -> int:
+        if len(self._prefix_hashes) >= _PREFIX_CACHE_MAX:
+            self._prefix_hashes.clear()
+        prefix = self._prefix_hashes[topic] = java_string_hash(f"{topic}#")
+        return prefix
 
     def _last_indexed(self) -> int:
         files = self.files
@@ -219,7 +246,8 @@ class IndexService:
         for key in ([uniq_key] if uniq_key else []) + list(keys):
             if key and key not in seen:
                 seen.add(key)
-                hashes.append(self._key_hash(topic, key))
+                hashes.append(self._uniq_hash(topic, key) if key is uniq_key
+                              else self._key_hash(topic, key))
         if hashes:
             self._put_hashes(hashes, commitlog_offset, store_timestamp)
         return True
@@ -239,11 +267,15 @@ class IndexService:
             return False
         if keys_property and KEY_SEPARATOR not in keys_property:
             # The common case (one key or none, plus UNIQ_KEY) without splitting and sets.
-            last = self._last_indexed()
+            files = self.files
+            if files and files[-1].header.index_count > 1:
+                last = files[-1].header.end_phy_offset
+            else:
+                last = self.last_indexed_phy_offset
             if last >= 0 and commitlog_offset <= last:
                 return False
             if uniq_key and uniq_key != keys_property:
-                hashes = [self._key_hash(topic, uniq_key), self._key_hash(topic, keys_property)]
+                hashes = [self._uniq_hash(topic, uniq_key), self._key_hash(topic, keys_property)]
             else:
                 hashes = [self._key_hash(topic, keys_property)]
             self._put_hashes(hashes, commitlog_offset, store_timestamp)

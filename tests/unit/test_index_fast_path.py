@@ -13,7 +13,8 @@ from broker.index.index_file import build_key
 from broker.index.service import IndexService, split_keys
 
 T0 = 1_700_000_000_000
-KEY = st.text(alphabet="abcAB é#", max_size=6)
+KEY = st.one_of(st.text(alphabet="abcAB é#", max_size=6),
+             st.text(alphabet="0123456789ABCDEF", min_size=32, max_size=32))
 
 
 class FixedClock:

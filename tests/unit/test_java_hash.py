@@ -48,3 +48,16 @@ def test_index_key_hash_of_topic_and_key(topic, key):
     svc = IndexService("/nonexistent", clock=None)
     assert svc._key_hash(topic, key) == index_key_hash(build_key(topic, key))
     assert svc._key_hash(topic, key) == index_key_hash(build_key(topic, key))  # cached prefix
+
+
+@given(st.text(min_size=1, max_size=20),
+       st.one_of(st.text(alphabet="0123456789ABCDEF", min_size=32, max_size=32), TEXT))
+def test_uniq_key_hash_with_remembered_fixed_part(topic, uniq):
+    """The UNIQ_KEY shortcut (remembered hash of topic# + first 20 digits) equals
+    index_key_hash('topic#uniq'), first time and cached."""
+    svc = IndexService("/nonexistent", clock=None)
+    expected = index_key_hash(build_key(topic, uniq))
+    assert svc._uniq_hash(topic, uniq) == expected
+    assert svc._uniq_hash(topic, uniq) == expected
+    other = uniq[:20] + "0" * 12 if len(uniq) == 32 else uniq
+    assert svc._uniq_hash(topic, other) == index_key_hash(build_key(topic, other))
