@@ -421,7 +421,7 @@ class SendMessageProcessor:
             ext["msgId"] = self._msg_id(append)
             ext["queueId"] = str(queue_id)
             ext["queueOffset"] = str(append.queue_offset)
-            return cmd.response(ResponseCode.SUCCESS, None, ext)
+            return cmd.success_response(ext)  # every value is a str
         if self.sync_flush and status_name(result.status) == "PUT_OK":
             d = result.flushed
             d.addCallback(

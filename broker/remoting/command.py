@@ -199,6 +199,12 @@ class RemotingCommand:
             serialize_type=self.serialize_type,
         )
 
+    def success_response(self, ext_fields: dict[str, str]) -> RemotingCommand:
+        """``response(SUCCESS, None, ext_fields)`` for ext fields that already hold only
+        strings (the send hot path builds them so): no copy, no stringify pass."""
+        return RemotingCommand(0, "JAVA", CURRENT_VERSION, self.opaque, FLAG_RESPONSE, None,
+                               ext_fields, b"", self.serialize_type)
+
     @property
     def is_response(self) -> bool:
         """True for a response (flag bit 0)."""
@@ -218,13 +224,11 @@ class RemotingCommand:
 
     def encode_prefix_and_header(self) -> bytes:
         """Length + header-length word + header: write the body after it without copying."""
-        header = self.encode_header()
-        return (
-            _PREFIX.pack(
-                4 + len(header) + len(self.body), (self.serialize_type << 24) | len(header)
-            )
-            + header
-        )
+        st = self.serialize_type
+        header = encode_rocketmq_header(self) if st == SERIALIZE_ROCKETMQ else \
+            encode_json_header(self)
+        n = len(header)
+        return _PREFIX.pack(4 + n + len(self.body), (st << 24) | n) + header
 
     def encode(self) -> bytes:
         """The whole frame, including the leading 4-byte length."""
@@ -399,12 +403,16 @@ def decode_frame(payload: bytes | bytearray | memoryview) -> RemotingCommand:
 
     Raises :class:`RemotingCommandError` naming the field, bytes needed and bytes left.
     """
-    payload = bytes(payload)
-    _need("header length word", 4, len(payload))
+    if type(payload) is not bytes:
+        payload = bytes(payload)
+    size = len(payload)
+    if size < 4:
+        _need("header length word", 4, size)
     (word,) = _INT32.unpack_from(payload, 0)
     serialize_type = (word >> 24) & 0xFF
     header_len = word & _HEADER_LENGTH_MASK
-    _need("header", header_len, len(payload) - 4)
+    if header_len > size - 4:
+        _need("header", header_len, size - 4)
     header = payload[4 : 4 + header_len]
     body = payload[4 + header_len :]
     if serialize_type == SERIALIZE_JSON:
