@@ -19,6 +19,7 @@ wheel size and schedule_log size on disk.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import random
 import resource
@@ -74,6 +75,7 @@ def open_store(root: str, args) -> tuple[MessageStore, ScheduleServices]:
     cfg = MessageStoreConfig(
         store_path_root_dir=root,
         mapped_file_size_commitlog=args.commitlog_mb * 1024 * 1024,
+        mapped_file_size_consume_queue=args.cq_units * 20,
         warm_mapped_file_enable=args.warm,
         message_index_enable=False,
     )
@@ -209,6 +211,7 @@ def main() -> None:
                         "faults on the put path)")
     p.add_argument("--store-timers", action="store_true",
                    help="run the store's flush/retention timers on the reactor too")
+    p.add_argument("--cq-units", type=int, default=300_000, help="units per consume-queue file")
     p.add_argument("--dir", default=None, help="store directory (default: a temp dir, removed)")
     args = p.parse_args()
     if args.n is None:
@@ -217,6 +220,10 @@ def main() -> None:
         args.window = args.n / 5000
     if args.lead is None:
         args.lead = 10 + args.n / 12_000  # sending runs at ~15-25k msgs/s on one core
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from twisted.logger import globalLogBeginner, textFileLogObserver
+
+    globalLogBeginner.beginLoggingTo([textFileLogObserver(sys.stderr)], redirectStandardIO=False)
     root = args.dir or tempfile.mkdtemp(prefix="bench-schedule-")
     try:
         (run_lateness if args.mode == "lateness" else run_rss)(args, root)
