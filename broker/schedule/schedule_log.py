@@ -95,6 +95,7 @@ class ScheduleSegment:
         self.count = 0
         self.max_source_offset = -1
         self._fd: int | None = None
+        self._scan_end = 0  # end of the last record (valid or skipped) seen by scan()
 
     # -- open / recover ----------------------------------------------------------------------
     def open(self) -> None:
@@ -151,8 +152,6 @@ class ScheduleSegment:
             yield ScheduleEntry(due, seq, src, pos, n)
             pos = rec_end
             self._scan_end = pos
-
-    _scan_end = 0
 
     # -- append / read ---------------------------------------------------------------------------
     def _handle(self) -> int:
