@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+import threading
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
@@ -126,7 +127,7 @@ def compile_parser(
 ) -> Callable[[dict[str, str] | None], Any]:
     """Generate ``parse(ext) -> cls`` for ``spec`` (same idea as dataclasses' generated
     ``__init__``): one straight-line function per header, no per-field loop on the hot path."""
-    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    defaults = {f.name: f.default for f in dataclasses.fields(realize(cls))}
     lines = ["def parse(ext):", "    get = (ext or _EMPTY).get"]
     names = []
     env: dict[str, Any] = {
@@ -167,17 +168,59 @@ def compile_parser(
 
 
 def header(cls: type[H]) -> type[H]:
-    """Class decorator: make ``cls`` a dataclass, record its wire SPEC, compile its parser."""
-    cls = dataclasses.dataclass(cls)
-    cls.SPEC = tuple(
-        (f.name, f.metadata["wire"], f.metadata["kind"], f.metadata["required"])
-        for f in dataclasses.fields(cls)
-        if "wire" in f.metadata
-    )
-    if len(cls.SPEC) != len(dataclasses.fields(cls)):
-        raise TypeError(f"{cls.__name__}: every field must be declared with req() or opt()")
+    """Class decorator: record ``cls``'s wire SPEC; it becomes a dataclass (``__init__``,
+    ``__repr__``, ``__eq__``) on first instantiation and compiles its parser on first parse.
+
+    Generating the dataclass methods of all ~50 header classes at import was the largest
+    single cost of importing the broker (``rmq-emu up`` cold start, issue 5), and most classes
+    are never instantiated in a given process. Header classes derive from
+    :class:`CommandHeader` directly (no dataclass bases), so deferring it changes nothing.
+    """
+    for base in cls.__mro__[1:]:
+        if base.__dict__.get("SPEC"):
+            raise TypeError(f"{cls.__name__}: a header must derive from CommandHeader directly, "
+                            f"not from header {base.__name__}")
+    spec = []
+    for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+        if _is_class_var(annotation):
+            continue
+        f = cls.__dict__.get(name)
+        if not isinstance(f, dataclasses.Field) or "wire" not in f.metadata:
+            raise TypeError(f"{cls.__name__}: every field must be declared with req() or opt()")
+        spec.append((name, f.metadata["wire"], f.metadata["kind"], f.metadata["required"]))
+    cls.SPEC = tuple(spec)
+    cls.__init__ = _first_init  # type: ignore[misc]
     cls._parse = staticmethod(_lazy_parser(cls))
     return cls
+
+
+def _is_class_var(annotation: Any) -> bool:
+    # ``from __future__ import annotations``: annotations are strings (as dataclasses sees them).
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    return text.startswith(("ClassVar", "typing.ClassVar"))
+
+
+_realize_lock = threading.Lock()
+
+
+def realize(cls: type) -> type:
+    """Make header class ``cls`` a dataclass now (idempotent, thread-safe)."""
+    if "__dataclass_fields__" not in cls.__dict__:
+        with _realize_lock:
+            if "__dataclass_fields__" not in cls.__dict__:
+                # dataclass() never replaces an __init__ the class defines: drop the stand-in.
+                if cls.__dict__.get("__init__") is _first_init:
+                    del cls.__init__
+                dataclasses.dataclass(cls)
+    return cls
+
+
+def _first_init(self: Any, *args: Any, **kwargs: Any) -> None:
+    cls = type(self)
+    for klass in reversed(cls.__mro__):  # the decorated class, also under a plain subclass
+        if klass.__dict__.get("__init__") is _first_init:
+            realize(klass)
+    cls.__init__(self, *args, **kwargs)
 
 
 def _lazy_parser(cls: type) -> Callable[[dict[str, str] | None], Any]:
