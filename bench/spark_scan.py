@@ -29,7 +29,8 @@ from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from broker.commitlog.record import iter_records, scan_columns  # noqa: E402
+from broker.commitlog.record import iter_records  # noqa: E402
+from broker.commitlog.record_scan import scan_columns  # noqa: E402
 
 TOPICS = [f"BenchTopic{i}" for i in range(8)]
 DONE_MARKER = ".bench-complete"
@@ -111,7 +112,7 @@ def plain_full(root: str) -> Counter:
 
 
 def plain_projected(root: str) -> Counter:
-    """(a'): record.scan_columns decoding only the topic, 8192 records per call."""
+    """(a'): record_scan.scan_columns decoding only the topic, 8192 records per call."""
     counts: Counter = Counter()
     for path in _files(root):
         with open(path, "rb") as fh:

@@ -8,11 +8,11 @@ one may run past the range end). To find its first record without walking every 
 the file start, a reader searches its range for a message magic whose PHYSICALOFFSET field
 equals the file's base offset (its 20-digit name) plus the position — RocketMQ writes exactly
 that value there (``CommitLog.DefaultAppendMessageCallback``), so body bytes cannot pass by
-accident (:func:`broker.commitlog.record.find_record_start`). Files whose name is not an
+accident (:func:`broker.commitlog.record_scan.find_record_start`). Files whose name is not an
 offset are read whole from byte 0.
 
 Each reader memory-maps its file and decodes with
-:func:`broker.commitlog.record.scan_columns` (the broker's codec), only the record fields the
+:func:`broker.commitlog.record_scan.scan_columns` (the broker's codec), only the record fields the
 requested columns need, and yields Arrow record batches. It stops at a BLANK filler or the
 unwritten (zero) tail. A corrupt record becomes a row with only ``file``, ``filePosition``
 and ``_error`` set, and reading resumes at the next record start found as above; with
@@ -39,14 +39,8 @@ from collections.abc import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from broker.commitlog.record import (
-    BLANK_MAGIC_CODE,
-    RecordError,
-    find_record_start,
-    is_record_start,
-    peek,
-    scan_columns,
-)
+from broker.commitlog.record import BLANK_MAGIC_CODE, RecordError, peek
+from broker.commitlog.record_scan import find_record_start, is_record_start, scan_columns
 from reports import columns as C
 
 FORMAT_NAME = "rocketmq-commitlog"
