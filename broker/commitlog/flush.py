@@ -84,12 +84,13 @@ class FlushService:
             if self._group_call is None:
                 self._group_call = self.reactor.callLater(0, self._group_commit)
             return d
-        if (
-            self.reactor is not None
-            and self._soon_call is None
-            and self.queue.get_max_offset() - self.queue.flushed_where >= self._max_dirty
-        ):
-            self._soon_call = self.reactor.callLater(0, self._flush_soon)
+        if self.reactor is not None and self._soon_call is None:
+            # queue.get_max_offset() written out (three property hops per put otherwise).
+            q = self.queue
+            files = q.files
+            end = files[-1].file_from_offset + files[-1].wrote_position if files else 0
+            if end - q.flushed_where >= self._max_dirty:
+                self._soon_call = self.reactor.callLater(0, self._flush_soon)
         return None
 
     def _flush_soon(self) -> None:
