@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.properties import parse_properties
+from broker.schedule.timer_message import DEFAULT_TIMER_MAX_DELAY_SEC
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +119,8 @@ class BrokerConfig:
     auto_message_version_on_topic_len: bool = True
     # --- RocketMQ 5 timer messages (MessageStoreConfig.java, 5.x)
     timer_wheel_enable: bool = True
-    timer_max_delay_sec: int = 3600 * 24 * 3
+    # The issue's horizon is QMQ's 2 years; RocketMQ 5's broker default is 259200 s (3 days).
+    timer_max_delay_sec: int = DEFAULT_TIMER_MAX_DELAY_SEC
     timer_precision_ms: int = 1000
 
     def namesrv_addrs(self) -> list[str]:

@@ -31,7 +31,7 @@ def test_defaults_are_rocketmq_defaults():
     assert cfg.max_message_size == 4 << 20
     assert cfg.delete_when == "04"
     assert cfg.default_topic_queue_nums == 8
-    assert cfg.timer_max_delay_sec == 259_200
+    assert cfg.timer_max_delay_sec == 2 * 365 * 86_400
     assert cfg.message_delay_level.split()[0] == "1s" and len(cfg.message_delay_level.split()) == 18
 
 
