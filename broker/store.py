@@ -146,6 +146,9 @@ class MessageStore(StoreReader, StoreDispatch):
                 self.index.truncate(res.end_offset)
             self._recover_queue_table()
             self._reput(self._reput_from(abnormal, res.scan_from))
+            # DefaultMessageStore.recover: queues must not point below the commitlog's first
+            # file after retention deleted the files their first units refer to.
+            self.consume_queues.correct_min_offset(self.commitlog.min_offset)
         except (RecoveryError, MappedFileError) as exc:
             log.error("store cannot load: %s", exc)
             self.load_error = exc

@@ -344,3 +344,20 @@ def test_shutdown_flushes_everything(tmp_path, flush_type):
     fill(s, 5)
     s.shutdown()
     assert s.commitlog.queue.flushed_where == s.max_physical_offset
+
+
+def test_restart_after_retention_keeps_queue_min_offset_past_deleted_messages(tmp_path):
+    """After retention and a restart, a queue's min offset still skips the deleted messages."""
+    clock = _clock()
+    s = make_store(tmp_path, clock=clock, cl_size=2048, cq_size=20 * 100)
+    for i in range(30):
+        s.put_message(msg(i, body=b"x" * 300))
+    clock.advance(72 * 3600)
+    assert s.clean_expired_files() > 0
+    min_q = s.get_min_offset_in_queue("T", 0)
+    assert min_q > 0
+    s.shutdown()
+    s2 = make_store(tmp_path, clock=clock, cl_size=2048, cq_size=20 * 100)
+    assert s2.get_min_offset_in_queue("T", 0) == min_q
+    assert s2.get_message("g", "T", 0, min_q, 1).status is GetMessageStatus.FOUND
+    s2.shutdown()
