@@ -12,9 +12,9 @@ that tells recovery exactly which extent was never published (and must be droppe
 from __future__ import annotations
 
 import struct
-import zlib
 from itertools import accumulate
 
+from broker.commitlog.bodycrc import crc32
 from broker.commitlog.encoder import props_string
 from broker.commitlog.record import END_FILE_MIN_BLANK_LENGTH, MAX_PROPERTIES_LENGTH
 from broker.commitlog.results import AppendMessageResult, AppendMessageStatus
@@ -28,7 +28,7 @@ from broker.message import (
 _FIELDS = 19  # 15 fixed fields (TOTALSIZE .. BODYLENGTH), body, topic block, PROPERTIESLENGTH, properties
 _I32 = struct.Struct(">i")
 _HOST_FLAGS_OFF = ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
-_crc32 = zlib.crc32
+_crc32 = crc32
 _tuple_new = tuple.__new__
 _PUT_OK = AppendMessageStatus.PUT_OK
 

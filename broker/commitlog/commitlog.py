@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import logging
 import struct
-import zlib
 from collections.abc import Iterator
 
 from broker.commitlog.batch import append_batch_fast
+from broker.commitlog.bodycrc import crc32
 from broker.commitlog.encoder import PropertiesTooLong, RecordEncoder, props_string
 from broker.commitlog.mapped_file import MappedFile, MappedFileError
 from broker.commitlog.mapped_file_queue import MappedFileQueue
@@ -49,7 +49,7 @@ _BLANK = struct.Struct(">ii")
 _V4 = struct.Struct(">iiiiiqqiq8sq8siqi")  # every fixed field + BODYLENGTH, IPv4 hosts
 _I16 = struct.Struct(">h")
 _HOST_FLAGS_OFF = ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
-_crc32 = zlib.crc32
+_crc32 = crc32  # zlib-ng's when installed (same CRC-32, ~7x faster at 1 KiB)
 _tuple_new = tuple.__new__
 _PUT_OK = AppendMessageStatus.PUT_OK
 _UNKNOWN = AppendMessageStatus.UNKNOWN_ERROR
@@ -228,7 +228,7 @@ class CommitLog:
         now = self.clock.seconds()
         ts = int(now * 1000)
         record.store_timestamp = ts
-        record.body_crc = zlib.crc32(record.body) & 0x7FFFFFFF
+        record.body_crc = _crc32(record.body) & 0x7FFFFFFF
         mf = self._writable(size)
         pos = mf.wrote_position
         offset = mf.file_from_offset + pos
@@ -283,7 +283,7 @@ class CommitLog:
         mm = mf.mm
         for rec, prep in zip(records, preps, strict=True):
             rec.store_timestamp = ts
-            rec.body_crc = zlib.crc32(rec.body) & 0x7FFFFFFF
+            rec.body_crc = _crc32(rec.body) & 0x7FFFFFFF
             rec.physical_offset = off = mf.file_from_offset + pos
             if _not_in_queue(rec.sys_flag):
                 rec.queue_offset = 0
