@@ -28,76 +28,17 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Callable
 from typing import Any
 
 from broker import jsonutil
 from broker.processors.reset_offset import decode_mq_map, decode_offset_table, loads_lenient
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand
+from client.admin_output import Output, UsageError, format_ms, parse_timestamp
 from client.message import MessageExt, MQBrokerError, MQClientError
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
-
-
-class UsageError(Exception):
-    """A wrong or missing option (exit status 2)."""
-
-
-# --- output ------------------------------------------------------------------------------------
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Columns left-aligned to their widest cell, two spaces apart, headers prefixed ``#``
-    (mqadmin's ``%-Ns`` layouts)."""
-    head = [f"#{h}" for h in headers]
-    cells = [[str(c) for c in row] for row in rows]
-    widths = [max([len(head[i])] + [len(r[i]) for r in cells]) for i in range(len(head))]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip()]
-    for r in cells:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    return "\n".join(lines)
-
-
-def _fmt_ms(ms: int) -> str:
-    """``UtilAll.timeMillisToHumanString2`` style: ``yyyy-MM-dd HH:mm:ss,SSS``."""
-    if ms <= 0:
-        return ""
-    dt = datetime.fromtimestamp(ms / 1000)
-    return dt.strftime("%Y-%m-%d %H:%M:%S") + f",{ms % 1000:03d}"
-
-
-def parse_timestamp(text: str) -> int:
-    """``-s``: milliseconds, ``now``, or ``yyyy-MM-dd#HH:mm:ss:SSS`` (local time)."""
-    if text == "now":
-        return int(time.time() * 1000)
-    if text.lstrip("-").isdigit():
-        return int(text)
-    try:
-        dt = datetime.strptime(text, "%Y-%m-%d#%H:%M:%S:%f")
-    except ValueError:
-        raise UsageError(f"bad timestamp {text!r}: use ms, 'now' or yyyy-MM-dd#HH:mm:ss:SSS") \
-            from None
-    return int(dt.timestamp() * 1000)
-
-
-class Output:
-    """Collects what a command prints: text lines, or one JSON document with ``--json``."""
-
-    def __init__(self, as_json: bool) -> None:
-        self.as_json = as_json
-        self.lines: list[str] = []
-        self.doc: Any = None
-
-    def text(self, line: str = "") -> None:
-        self.lines.append(line)
-
-    def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        self.lines.append(format_table(headers, rows))
-
-    def render(self) -> str:
-        if self.as_json:
-            return json.dumps(self.doc, indent=2, sort_keys=True, default=str)
-        return "\n".join(self.lines)
 
 
 # --- remoting helpers ---------------------------------------------------------------------------
@@ -234,7 +175,7 @@ async def topic_status(admin: Any, args: argparse.Namespace, out: Output) -> Non
                          int(st.get("maxOffset", 0)), int(st.get("lastUpdateTimestamp", 0))))
     rows.sort()
     out.table(("Broker Name", "QID", "Min Offset", "Max Offset", "Last Updated"),
-              [(b, q, mn, mx, _fmt_ms(ts)) for b, q, mn, mx, ts in rows])
+              [(b, q, mn, mx, format_ms(ts)) for b, q, mn, mx, ts in rows])
     out.doc = [{"brokerName": b, "queueId": q, "minOffset": mn, "maxOffset": mx,
                 "lastUpdateTimestamp": ts} for b, q, mn, mx, ts in rows]
 
@@ -292,7 +233,7 @@ async def consumer_progress(admin: Any, args: argparse.Namespace, out: Output) -
             broker_off = int(w.get("brokerOffset", 0))
             cons_off = int(w.get("consumerOffset", 0))
             rows.append((topic, broker or name, qid, broker_off, cons_off, "N/A",
-                         broker_off - cons_off, _fmt_ms(int(w.get("lastTimestamp", 0)))))
+                         broker_off - cons_off, format_ms(int(w.get("lastTimestamp", 0)))))
     rows.sort(key=lambda r: (r[0], r[1], r[2]))
     diff_total = sum(r[6] for r in rows)
     out.table(("Topic", "Broker Name", "QID", "Broker Offset", "Consumer Offset", "Client IP",
@@ -326,8 +267,8 @@ async def query_msg_by_id(admin: Any, args: argparse.Namespace, out: Output) -> 
                 "CommitLog Offset", "Reconsume Times"):
         value = doc[key]
         out.text(f"{key + ':':<20} {('[' + ', '.join(value) + ']') if key == 'Keys' else value}")
-    out.text(f"{'Born Timestamp:':<20} {_fmt_ms(m.born_timestamp)}")
-    out.text(f"{'Store Timestamp:':<20} {_fmt_ms(m.store_timestamp)}")
+    out.text(f"{'Born Timestamp:':<20} {format_ms(m.born_timestamp)}")
+    out.text(f"{'Store Timestamp:':<20} {format_ms(m.store_timestamp)}")
     for key in ("Born Host", "Store Host", "System Flag", "Properties", "Message Body"):
         out.text(f"{key + ':':<20} {doc[key]}")
     out.doc = doc

@@ -11,7 +11,8 @@ import pytest_twisted
 from issue7_support import create_topic, start_cluster, stop_cluster
 from twisted.internet import reactor, utils
 
-from client.admin_cli import build_parser, execute, format_table, parse_timestamp
+from client.admin_cli import build_parser, execute
+from client.admin_output import format_table, parse_timestamp
 from client.message import Message
 from client.producer import Producer
 
