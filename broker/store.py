@@ -23,8 +23,11 @@ from __future__ import annotations
 import logging
 import os
 
+from twisted.python.failure import Failure
+
 from broker.commitlog.checkpoint import StoreCheckpoint
 from broker.commitlog.commitlog import CommitLog, CommitLogError
+from broker.commitlog.disk_sync import DiskSyncer, plans_fds, sync_fds
 from broker.commitlog.flush import FlushService
 from broker.commitlog.mapped_file import MappedFileError
 from broker.commitlog.record import MessageRecord
@@ -94,8 +97,13 @@ class MessageStore(StoreReader, StoreDispatch):
             if config.message_index_enable else None
         )
         self.checkpoint = StoreCheckpoint(config.checkpoint_path)
+        #: The flush thread (FlushRealTimeService's own thread): periodic syncs and config
+        #: writes run there with a real reactor; inline otherwise (see disk_sync).
+        self.disk_sync = DiskSyncer(reactor)
+        self._logics_syncing = False
         self.flush_service = FlushService(
-            self.commitlog.queue, config, clock, reactor, after_flush=self._after_commitlog_flush
+            self.commitlog.queue, config, clock, reactor, after_flush=self._after_commitlog_flush,
+            syncer=self.disk_sync,
         )
         self.delay_levels = DelayLevels.parse(config.message_delay_level)
         #: Replaceable: tagsCode of a SCHEDULE_TOPIC_XXXX record (the deliver time).
@@ -215,10 +223,17 @@ class MessageStore(StoreReader, StoreDispatch):
             pass
         if not self.commitlog.queue.files:  # preallocate + pre-touch before the first put
             self.commitlog.queue.get_last_mapped_file(0)
+        self.disk_sync.start()
+        if self.disk_sync.running:
+            for m in (self.topic_config, self.consumer_offsets, self.delay_offsets,
+                      self.subscription_groups):
+                m.writer = self.disk_sync.submit
         self.flush_service.start()
         self.running = True
         if self.reactor is not None:
-            self._every(self.config.flush_interval_consume_queue, self._flush_logics)
+            self._every(self.config.flush_interval_consume_queue,
+                        self._flush_logics_in_thread if self.disk_sync.running
+                        else self._flush_logics)
             self._every(self.config.clean_resource_interval, self.clean_expired_files)
             # Keep the pre-touched window ahead of the commitlog writer (MappedFile.warm_ahead).
             self._every(_WARM_INTERVAL_MS, self.commitlog.queue.warm_ahead)
@@ -246,6 +261,7 @@ class MessageStore(StoreReader, StoreDispatch):
         if self._index_call is not None and self._index_call.active():
             self._index_call.cancel()
         clean = True
+        self.disk_sync.stop()  # waits for the running sync; what follows is inline
         try:
             self.flush_service.stop()
             self.flush()
@@ -367,6 +383,44 @@ class MessageStore(StoreReader, StoreDispatch):
             if index_ts:
                 self.checkpoint.index_msg_timestamp = index_ts
         self.checkpoint.flush()
+
+    def _flush_logics_in_thread(self) -> None:
+        """:meth:`_flush_logics` with the syncs in the flush thread: consume-queue units are
+        synced there, then the checkpoint (its logics timestamp only once they are durable)
+        is written there too. One at a time; the index (not threaded yet) flushes inline."""
+        if self._logics_syncing:
+            return
+        self._catch_up_dispatch()
+        logics_ts = self.last_dispatched_timestamp
+        plans = self.consume_queues.flush_plans()
+        if self.index is not None:
+            self._drain_index()
+            index_ts = self.index.flush()
+            if index_ts:
+                self.checkpoint.index_msg_timestamp = index_ts
+
+        def synced(_):
+            for p in plans:
+                p.done()
+            if logics_ts:
+                self.checkpoint.logics_msg_timestamp = logics_ts
+            return self.disk_sync.submit(self.checkpoint.write, self.checkpoint.encode())
+
+        def failed(f):
+            for p in plans:
+                p.abort()
+            return f
+
+        def finished(result):
+            self._logics_syncing = False
+            if isinstance(result, Failure):
+                log.error("consume queue / checkpoint flush failed: %s",
+                          result.getErrorMessage())
+
+        self._logics_syncing = True
+        d = self.disk_sync.submit(sync_fds, plans_fds(plans))
+        d.addCallbacks(synced, failed)
+        d.addBoth(finished)
 
     def flush(self) -> None:
         """Flush the commitlog, consume queues, index and checkpoint now."""

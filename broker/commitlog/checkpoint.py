@@ -83,10 +83,15 @@ class StoreCheckpoint:
 
     def flush(self) -> None:
         """Write the file in place and fsync it (``StoreCheckpoint.flush``)."""
+        self.write(self.encode())
+
+    def write(self, data: bytes) -> None:
+        """Write encoded checkpoint ``data`` in place and fsync it; safe in the flush thread
+        (the values are encoded on the reactor, the blocking write happens here)."""
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                os.pwrite(fd, self.encode(), 0)
+                os.pwrite(fd, data, 0)
                 os.fdatasync(fd)
             finally:
                 os.close(fd)

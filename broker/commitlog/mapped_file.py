@@ -73,6 +73,7 @@ class MappedFile:
     __slots__ = (
         "path", "file_size", "file_from_offset", "mm", "_fd", "wrote_position",
         "flushed_position", "last_modified", "first_create_in_queue", "warmed_position",
+        "_syncing", "_close_pending",
     )
 
     def __init__(
@@ -121,6 +122,9 @@ class MappedFile:
                                       err=exc.errno or 0) from exc
             raise
         self._fd = fd
+        #: Syncs of ``_fd`` running in the flush thread (see :mod:`broker.commitlog.disk_sync`).
+        self._syncing = 0
+        self._close_pending = False
         self.wrote_position = 0
         self.flushed_position = 0
         #: End of the pre-touched prefix (pages before it were touched or written).
@@ -270,18 +274,45 @@ class MappedFile:
             raise MappedFileError(f"flush failed ({exc.strerror})", self.path) from exc
         self.flushed_position = self.wrote_position
 
+    # The threaded flush (broker.commitlog.disk_sync): the plan marks the file, the flush thread
+    # fdatasyncs ``sync_fd`` and the reactor ends the sync. The descriptor stays open meanwhile,
+    # so a close during a sync can never let the thread sync a reused descriptor.
+    @property
+    def sync_fd(self) -> int:
+        """The file descriptor a flush thread passes to ``fdatasync``."""
+        return self._fd
+
+    def begin_sync(self) -> None:
+        """A sync of this file is about to run in the flush thread."""
+        self._syncing += 1
+
+    def end_sync(self, wrote: int | None) -> None:
+        """The sync returned: ``wrote`` (None if it failed) is now flushed; a close requested
+        meanwhile happens now."""
+        self._syncing -= 1
+        if wrote is not None and wrote > self.flushed_position:
+            self.flushed_position = wrote
+        if self._close_pending and not self._syncing:
+            self._close_pending = False
+            os.close(self._fd)
+            self._fd = -1
+
     def dirty_pages(self) -> int:
         """Pages written but not flushed."""
         return (self.wrote_position // OS_PAGE_SIZE) - (self.flushed_position // OS_PAGE_SIZE)
 
     def close(self) -> None:
-        """Unmap and close (no flush)."""
-        if self._fd < 0:
+        """Unmap and close (no flush). While a sync of the file runs in the flush thread the
+        descriptor is closed when that sync ends."""
+        if self._fd < 0 or self._close_pending:
             return
         try:
             self.mm.close()
         except BufferError:
             log.warning("%s: a view is still exported; mapping left to the GC", self.path)
+        if self._syncing:
+            self._close_pending = True
+            return
         os.close(self._fd)
         self._fd = -1
 

@@ -12,6 +12,7 @@ import logging
 import os
 from collections.abc import Callable
 
+from broker.commitlog.disk_sync import FlushPlan
 from broker.commitlog.mapped_file import (
     TMP_SUFFIX,
     MappedFile,
@@ -212,6 +213,22 @@ class MappedFileQueue:
                 flushed = True
         self.flushed_where = target
         return flushed
+
+    def flush_plan(self, flush_least_pages: int = 0):
+        """The threaded counterpart of :meth:`flush` (:mod:`broker.commitlog.disk_sync`): a
+        :class:`~broker.commitlog.disk_sync.FlushPlan` of the files to sync, or None when
+        nothing needs flushing (same ``flush_least_pages`` rule)."""
+        target = self.get_max_offset()
+        if target <= self.flushed_where:
+            return None
+        if flush_least_pages > 0 and (target - self.flushed_where) // 4096 < flush_least_pages:
+            return None
+        files = [
+            (mf, mf.wrote_position) for mf in self.files
+            if mf.file_from_offset + mf.wrote_position > self.flushed_where
+            and mf.wrote_position > mf.flushed_position
+        ]
+        return FlushPlan(self, target, files)
 
     def dirty_bytes(self) -> int:
         """Written but not yet flushed."""

@@ -6,7 +6,9 @@ Mirrors RocketMQ ``common/ConfigManager.java`` and ``MixAll.string2File``:
   instead (the failure is logged naming the file and the reason). Missing both is a fresh start.
 * **persist**: write ``<file>.tmp``, copy the current file to ``<file>.bak``, rename the temporary
   file over the original. Here the temporary and backup copies are fsynced and renamed, so a crash
-  at any point leaves a complete ``<file>`` or a complete ``<file>.bak``.
+  at any point leaves a complete ``<file>`` or a complete ``<file>.bak``. The document is encoded
+  on the caller's thread; with a :attr:`ConfigManager.writer` (the store's flush thread) the
+  file writes and fsyncs run there, so a slow disk does not stall the reactor.
 
 Reading uses :func:`broker.jsonutil.loads`, so fastjson's unquoted integer map keys
 (``{"offsetTable":{"T@g":{0:12}}}``) from a real RocketMQ store parse. Writing uses quoted keys,
@@ -119,6 +121,9 @@ class ConfigManager:
         # Set when load() found the main file corrupt: the next persist must not copy that
         # corrupt content over the good .bak it was recovered from.
         self._main_corrupt = False
+        #: ``submit(fn, *args) -> Deferred`` running the blocking part of :meth:`persist` (the
+        #: store's :class:`~broker.commitlog.disk_sync.DiskSyncer`); None: inline.
+        self.writer = None
 
     @property
     def bak_path(self) -> str:
@@ -187,22 +192,45 @@ class ConfigManager:
 
         Returns False (after logging the file and the OS error) if the disk refuses, so a
         read-only or full disk never takes the broker down; the in-memory state stays current.
+        With a :attr:`writer` the write happens in its thread: True means queued (a failure is
+        logged when it happens).
         """
+        try:
+            data = self.to_bytes()
+        except OSError as exc:
+            log.error("cannot persist config file %s: %s", self.path, exc)
+            return False
+        keep_bak = not self._main_corrupt
+        if self.writer is None:
+            return self._persisted(self._write(data, keep_bak))
+        outcome: list[bool] = []
+        self.writer(self._write, data, keep_bak).addCallbacks(
+            lambda ok: outcome.append(self._persisted(ok)),
+            lambda f: outcome.append(self._persisted(f.value)),
+        )
+        return outcome[0] if outcome else True
+
+    def _persisted(self, result) -> bool:
+        if result is True:
+            self._main_corrupt = False
+            return True
+        log.error("cannot persist config file %s: %s", self.path, result)
+        return False
+
+    def _write(self, data: bytes, keep_bak: bool):
+        """The blocking part of :meth:`persist` (any thread): True, or the OS error."""
         directory = os.path.dirname(self.path) or "."
         try:
             os.makedirs(directory, exist_ok=True)
-            data = self.to_bytes()
             try:
                 with open(self.path, "rb") as f:
                     previous = f.read()
             except FileNotFoundError:
                 previous = None
-            if previous and not self._main_corrupt:
+            if previous and keep_bak:
                 _write_file_synced(self.bak_path, previous)
             _write_file_synced(self.path, data)
             _fsync_dir(directory)
-            self._main_corrupt = False
         except OSError as exc:
-            log.error("cannot persist config file %s: %s", self.path, exc)
-            return False
+            return exc
         return True

@@ -153,6 +153,16 @@ class ConsumeQueueStore:
             flushed = cq.flush(flush_least_pages) or flushed
         return flushed
 
+    def flush_plans(self) -> list:
+        """One :class:`~broker.commitlog.disk_sync.FlushPlan` per queue with unflushed units
+        (the threaded counterpart of :meth:`flush`: the store syncs them in its flush thread)."""
+        plans = []
+        for cq in self:
+            plan = cq.mfq.flush_plan(0)
+            if plan is not None:
+                plans.append(plan)
+        return plans
+
     def shutdown(self) -> None:
         """Flush and unmap every queue."""
         for cq in self:
