@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 _BLANK = struct.Struct(">ii")
 _V4 = struct.Struct(">iiiiiqqiq8sq8siqi")  # every fixed field + BODYLENGTH, IPv4 hosts
 _I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_SHAPE_CACHE_LIMIT = 1024
 _HOST_FLAGS_OFF = ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
 _crc32 = crc32  # zlib-ng's when installed (same CRC-32, ~7x faster at 1 KiB)
 _tuple_new = tuple.__new__
@@ -85,6 +87,7 @@ class CommitLog:
         self.last_batch_stamp = None
         self._last_born = self._last_store = None
         self._last_pair: tuple = ()
+        self._shapes: dict[tuple, object] = {}
 
     # --- lifecycle ----------------------------------------------------------------------------
     def load(self) -> bool:
@@ -129,9 +132,10 @@ class CommitLog:
         """Append one record; sets its offsets, timestamp, CRC, size and magic. Raises
         MappedFileError when a new file cannot be created (full disk, permissions).
 
-        The hot path (IPv4 hosts) is written out inline: body, topic and properties first,
-        then the fixed header with TOTALSIZE, so a write killed midway leaves TOTALSIZE 0
-        (end of data) and never a shorter record that would pass for valid.
+        The hot path (IPv4 hosts) is written out inline: the whole record with TOTALSIZE 0 in
+        one ``pack_into`` (a struct per record shape), then TOTALSIZE, so a write killed
+        midway leaves TOTALSIZE 0 (end of data) and never a shorter record that would pass for
+        valid.
         """
         enc = self.encoder
         born = record.born_host
@@ -185,18 +189,28 @@ class CommitLog:
             qoff = table.get(key, 0)
             table[key] = qoff + 1
         mm = mf.mm
-        q = pos + 88
-        mm[q : q + blen] = body
-        q += blen
-        e = q + len(tb)
-        mm[q:e] = tb
-        _I16.pack_into(mm, e, plen)
-        mm[e + 2 : e + 2 + plen] = props
-        _V4.pack_into(
-            mm, pos, size, magic, crc, record.queue_id, record.flag, qoff, offset, sys_flag,
-            record.born_timestamp, born_b, ts, store_b, record.reconsume_times,
-            record.prepared_transaction_offset, blen,
-        )
+        shape = self._shapes.get((blen, tb, plen))
+        if shape is None:
+            shape = self._shape(blen, tb, plen)
+        try:
+            # The whole record in one C call, TOTALSIZE 0 until the patch below.
+            shape(mm, pos, 0, magic, crc, record.queue_id, record.flag, qoff, offset, sys_flag,
+                  record.born_timestamp, born_b, ts, store_b, record.reconsume_times,
+                  record.prepared_transaction_offset, blen, body, tb, plen, props)
+        except struct.error:  # a body that is not bytes (memoryview...): sliced in
+            q = pos + 88
+            mm[q : q + blen] = body
+            q += blen
+            e = q + len(tb)
+            mm[q:e] = tb
+            _I16.pack_into(mm, e, plen)
+            mm[e + 2 : e + 2 + plen] = props
+            _V4.pack_into(
+                mm, pos, 0, magic, crc, record.queue_id, record.flag, qoff, offset, sys_flag,
+                record.born_timestamp, born_b, ts, store_b, record.reconsume_times,
+                record.prepared_transaction_offset, blen,
+            )
+        _I32.pack_into(mm, pos, size)
         mf.wrote_position = pos + size  # published only once the whole record is in
         mf.last_modified = now
         self.last_store_timestamp = ts
@@ -209,6 +223,18 @@ class CommitLog:
         record.sys_flag = sys_flag
         return _tuple_new(AppendMessageResult, (_PUT_OK, offset, size, ts, qoff, 1,
                                                 record.store_host, None, None))
+
+    def _shape(self, blen: int, tb: bytes, plen: int):
+        """``pack_into`` of a precompiled struct for a whole IPv4 record with these body,
+        topic block and properties lengths (fixed fields, body, topic block,
+        PROPERTIESLENGTH, properties): one C call instead of five. Cached per shape
+        (0.7 us to compile; the cache is dropped, not grown, past its limit)."""
+        shapes = self._shapes
+        if len(shapes) >= _SHAPE_CACHE_LIMIT:
+            shapes.clear()
+        fn = shapes[(blen, tb, plen)] = struct.Struct(
+            f">iiiiiqqiq8sq8siqi{blen}s{len(tb)}sh{plen}s").pack_into
+        return fn
 
     def _append_general(self, record: MessageRecord) -> AppendMessageResult:
         """Any record (IPv6 hosts included) through the encoder's prepare/write."""
