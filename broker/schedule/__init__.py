@@ -32,7 +32,7 @@ CONSUMER_SEND_MSG_BACK::
 Modules: delay_levels (table), delay_level_service (4.x levels), retry (send-back routing),
 timer_message (R5 timer transform/convert), timer_service + timer_loader (replayer, loader,
 dispatcher), schedule_log / dispatch_log / checkpoint (our crc32c-protected formats),
-hash_wheel (timing wheel), offsets (delayOffset.json), fake_store (test double).
+hash_wheel (timing wheel), offsets (delayOffset.json).
 """
 
 from __future__ import annotations

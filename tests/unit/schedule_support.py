@@ -8,11 +8,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from schedule_fake_store import FakeStore
 from twisted.internet.task import Clock
 
 from broker.commitlog.record import MessageRecord
 from broker.schedule import ScheduleConfig, ScheduleServices
-from broker.schedule.fake_store import FakeStore
 from broker.schedule.timer_service import TimerConfig
 from broker.store import MessageStore, PutMessageResult, PutMessageStatus
 from broker.store_config import MessageStoreConfig
