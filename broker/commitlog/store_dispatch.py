@@ -29,6 +29,24 @@ _ROLLBACK = 0xC
 _UNIT = struct.Struct(">qiq")  # consume-queue unit, as broker.consumequeue.unit.UNIT_STRUCT
 
 
+def _index_items(pending: list):
+    """(topic, KEYS, UNIQ_KEY, commitlog offset, store time) of each queued record, in order;
+    an item of ``pending`` is a record or a ``(topic, BatchStamp)`` of a whole batch."""
+    keys_name = PROPERTY_KEYS
+    uniq_name = PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+    for item in pending:
+        if type(item) is tuple:
+            topic, stamp = item
+            ts = stamp.ts
+            for r, offset in zip(stamp.records, stamp.offsets, strict=True):
+                props = r.properties
+                yield topic, props.get(keys_name), props.get(uniq_name), offset, ts
+        else:
+            props = item.properties
+            yield (item.topic, props.get(keys_name), props.get(uniq_name),
+                   item.physical_offset, item.store_timestamp)
+
+
 class StoreDispatch:
     """Expects ``commitlog``, ``consume_queues``, ``index``, ``reactor``, ``running``,
     ``delay_levels``, ``schedule_tags_code``, ``_listeners``, ``_cq_cache``, ``_tag_codes``,
@@ -142,23 +160,8 @@ class StoreDispatch:
         index = self.index
         if index is None:
             return
-        for item in pending:
-            if type(item) is tuple:  # a whole batch from _dispatch_batch
-                topic, stamp = item
-                ts = stamp.ts
-                for r, offset in zip(stamp.records, stamp.offsets, strict=True):
-                    props = r.properties
-                    keys = props.get(PROPERTY_KEYS)
-                    uniq = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-                    if keys or uniq:
-                        index.build_index(topic, keys, uniq, offset, ts)
-            else:
-                props = item.properties
-                keys = props.get(PROPERTY_KEYS)
-                uniq = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-                if keys or uniq:
-                    index.build_index(item.topic, keys, uniq, item.physical_offset,
-                                      item.store_timestamp)
+        if pending:
+            index.build_index_batch(_index_items(pending))
 
     def add_arrival_listener(self, fn) -> None:
         """``fn(topic, queue_id, queue_offset, tags_code, record)`` after each record reaches

@@ -269,6 +269,58 @@ class IndexFile:
             self._dirty = True
         return written
 
+    def put_entries(self, hashes: list[int], phys: list[int], stamps: list[int],
+                    start: int = 0) -> int:
+        """Many messages' entries at once: entry ``i`` is ``hashes[i]`` -> ``phys[i]`` stored
+        at ``stamps[i]`` (a message with two keys has two consecutive entries with the same
+        offset and time). Writes from ``start`` until the end or the file is full, exactly as
+        one :meth:`put_hashes` per message would (same entries, slots and final header), but
+        with the header written once; returns how many were written."""
+        h = self.header
+        mm = self._mm
+        slots = self.hash_slot_num
+        base = self._entries_base
+        count = h.index_count
+        begin_ts = h.begin_timestamp
+        begin_phy = h.begin_phy_offset
+        slot_count = h.hash_slot_count
+        stop = min(len(hashes), start + self.index_num - count)
+        if stop <= start:
+            return 0
+        entry_pack = _entry_pack
+        slot_pack = _slot_pack
+        slot_unpack = _slot_unpack
+        for i in range(start, stop):
+            key_hash = hashes[i]
+            ts = stamps[i]
+            slot_pos = INDEX_HEADER_SIZE + (key_hash % slots) * HASH_SLOT_SIZE
+            slot_value = slot_unpack(mm, slot_pos)[0]
+            if slot_value <= INVALID_INDEX or slot_value > count:
+                slot_value = INVALID_INDEX
+                slot_count += 1
+            if begin_ts <= 0:
+                time_diff = 0
+            else:
+                time_diff = min(max((ts - begin_ts) // 1000, 0), _INT_MAX)
+            entry_pack(mm, base + count * INDEX_ENTRY_SIZE, key_hash, phys[i], time_diff,
+                       slot_value)
+            slot_pack(mm, slot_pos, count)
+            if count <= 1:
+                begin_phy = phys[i]
+                begin_ts = ts
+            count += 1
+        end_phy = phys[stop - 1]
+        end_ts = stamps[stop - 1]
+        h.index_count = count
+        h.begin_timestamp = begin_ts
+        h.begin_phy_offset = begin_phy
+        h.hash_slot_count = slot_count
+        h.end_phy_offset = end_phy
+        h.end_timestamp = end_ts
+        _header_pack(mm, 0, begin_ts, end_ts, begin_phy, end_phy, slot_count, count)
+        self._dirty = True
+        return stop - start
+
     # --- read -------------------------------------------------------------------------------
     def read_entry(self, n: int) -> tuple[int, int, int, int]:
         """Entry ``n`` as (keyHash, phyOffset, timeDiff, prevIndex)."""

@@ -283,6 +283,58 @@ class IndexService:
         return self.put(topic, split_keys(keys_property), uniq_key, commitlog_offset,
                         store_timestamp)
 
+    def build_index_batch(self, items: Iterable[tuple]) -> int:
+        """:meth:`build_index` for many messages in commitlog order, each item ``(topic,
+        keys_property, uniq_key, commitlog_offset, store_timestamp)``: the same entries, slots
+        and headers as one :meth:`build_index` per item, but the hashes are gathered first and
+        written by one :meth:`IndexFile.put_entries` per file (the reput thread's batch).
+        Items with several KEYS tokens take :meth:`build_index`. Returns the items indexed."""
+        hashes: list[int] = []
+        phys: list[int] = []
+        stamps: list[int] = []
+        last = self._last_indexed()
+        uniq_hash = self._uniq_hash
+        key_hash = self._key_hash
+        done = 0
+        for topic, keys, uniq, offset, ts in items:
+            if keys and KEY_SEPARATOR in keys:
+                self._put_entries(hashes, phys, stamps)
+                hashes, phys, stamps = [], [], []
+                done += self.build_index(topic, keys, uniq, offset, ts)
+                last = self._last_indexed()
+                continue
+            if last >= 0 and offset <= last:
+                continue
+            if keys:
+                if uniq and uniq != keys:
+                    hashes.append(uniq_hash(topic, uniq))
+                    phys.append(offset)
+                    stamps.append(ts)
+                hashes.append(key_hash(topic, keys))
+            elif uniq:
+                hashes.append(uniq_hash(topic, uniq))
+            else:
+                continue
+            phys.append(offset)
+            stamps.append(ts)
+            last = offset
+            done += 1
+        self._put_entries(hashes, phys, stamps)
+        return done
+
+    def _put_entries(self, hashes: list[int], phys: list[int], stamps: list[int]) -> None:
+        done = 0
+        n = len(hashes)
+        while done < n:
+            files = self.files
+            f = files[-1] if files else None
+            if f is None or f.header.index_count >= f.index_num:
+                f = self._new_file()
+            k = f.put_entries(hashes, phys, stamps, done)
+            if k == 0:
+                raise IndexFileError(f"index file {f.path}: cannot hold even one entry")
+            done += k
+
     # --- read -------------------------------------------------------------------------------
     def query(
         self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int
