@@ -12,7 +12,10 @@ that tells recovery exactly which extent was never published (and must be droppe
 from __future__ import annotations
 
 import struct
-from itertools import accumulate
+from functools import partial
+from itertools import accumulate, repeat
+from operator import and_ as _and
+from operator import attrgetter
 
 from broker.commitlog.bodycrc import crc32
 from broker.commitlog.encoder import props_string
@@ -61,48 +64,79 @@ class BatchStamp:
             r.sys_flag = self.sys_flags[i]
 
 
+#: Every record field a batch append reads, fetched per record by one C call.
+_COLUMNS = attrgetter("topic", "queue_id", "sys_flag", "born_host", "store_host", "body",
+                      "properties_str", "flag", "born_timestamp", "reconsume_times",
+                      "prepared_transaction_offset")
+_SHAPE_CACHE_LIMIT = 256
+_shapes: dict[tuple, object] = {}
+
+
+def _batch_shape(n: int, blen: int, tl: int, plen: int):
+    """``pack_into`` of a precompiled struct for ``n`` records of one shape (cached: building
+    and hashing the format string per batch costs more than the lookup)."""
+    key = (n, blen, tl, plen)
+    fn = _shapes.get(key)
+    if fn is None:
+        if len(_shapes) >= _SHAPE_CACHE_LIMIT:
+            _shapes.clear()
+        fn = _shapes[key] = struct.Struct(
+            ">" + f"iiiiiqqiq8sq8siqi{blen}s{tl}sh{plen}s" * n).pack_into
+    return fn
+
+
 def append_batch_fast(commitlog, records: list) -> tuple[AppendMessageResult, BatchStamp | None] | None:
     """Append ``records`` if they qualify for the fast path, else return None (the caller
     takes the general path). The records are NOT stamped: call ``stamp.apply()`` when their
-    store fields are needed (the result's offsets and the stamp carry everything)."""
-    first = records[0]
-    topic = first.topic
-    qid = first.queue_id
-    born = first.born_host
-    store = first.store_host
+    store fields are needed (the result's offsets and the stamp carry everything).
+
+    Per-record work is done by C loops: one ``attrgetter`` call per record fetches every
+    field, ``zip(*...)`` turns them into columns, and the checks and encodings run on
+    columns (sets, ``map``)."""
+    n = len(records)
+    (topics, qids, flags_col, borns, stores, bodies, pstrs, msg_flags, born_ts, reconsumes,
+     prepared) = zip(*map(_COLUMNS, records), strict=True)
+    topic = topics[0]
+    qid = qids[0]
+    born = borns[0]
+    store = stores[0]
     enc = commitlog.encoder
     born_b, store_b, host_flags, v4 = enc.host_pair(born, store)
     if not v4:
         return None
-    # Checked with set comprehensions (C loops): one topic, queue and host pair, no half or
-    # rolled-back transaction records. Host tuples are usually shared objects: compare ids
-    # first, values only when they differ.
-    flags = {r.sys_flag for r in records}
+    # One topic, queue and host pair, no half or rolled-back transaction records. Host
+    # tuples are usually shared objects: compare ids first, values only when they differ.
+    flags = set(flags_col)
     if any(f & 0xC in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE) for f in flags):
         return None
-    if len({r.topic for r in records}) != 1 or len({r.queue_id for r in records}) != 1:
+    if len(set(topics)) != 1 or len(set(qids)) != 1:
         return None
-    if len({id(r.born_host) for r in records}) != 1 or len(
-            {id(r.store_host) for r in records}) != 1:
-        if len({(r.born_host, r.store_host) for r in records}) != 1:
+    if len(set(map(id, borns))) != 1 or len(set(map(id, stores))) != 1:
+        if len(set(zip(borns, stores, strict=True))) != 1:
             return None
     tb, magic = enc.topic(topic)
-    props = [
-        (r.properties_str if r.properties_str is not None
-         else props_string(r.properties)).encode()
-        for r in records
-    ]
+    if None in pstrs:
+        props = [
+            (ps if ps is not None else props_string(r.properties)).encode()
+            for ps, r in zip(pstrs, records, strict=True)
+        ]
+    else:
+        props = list(map(str.encode, pstrs))
     plens = list(map(len, props))
     if max(plens) > MAX_PROPERTIES_LENGTH:
         return AppendMessageResult(
             AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED,
             error=f"properties length {max(plens)} exceeds {MAX_PROPERTIES_LENGTH} bytes"), None
-    n = len(records)
-    bodies = [r.body for r in records]
     blens = list(map(len, bodies))
-    fixed = 90 + len(tb)
-    sizes = [fixed + b + p for b, p in zip(blens, plens, strict=True)]
-    total = sum(sizes)
+    tl = len(tb)
+    fixed = 90 + tl
+    if blens.count(blens[0]) == n and plens.count(plens[0]) == n:
+        size0 = fixed + blens[0] + plens[0]
+        sizes = [size0] * n
+        total = size0 * n
+    else:
+        sizes = [fixed + b + p for b, p in zip(blens, plens, strict=True)]
+        total = sum(sizes)
     if total + END_FILE_MIN_BLANK_LENGTH > commitlog.mapped_file_size:
         return AppendMessageResult(
             AppendMessageStatus.MESSAGE_SIZE_EXCEEDED,
@@ -118,40 +152,43 @@ def append_batch_fast(commitlog, records: list) -> tuple[AppendMessageResult, Ba
     key = (topic, qid)
     q0 = table.get(key, 0)
     table[key] = q0 + n
-    crcs = [_crc32(b) & 0x7FFFFFFF for b in bodies]
+    crcs = list(map(_and, map(_crc32, bodies), repeat(0x7FFFFFFF, n)))
     if len(flags) == 1:
         sys_flags = [(flags.pop() & _HOST_FLAGS_OFF) | host_flags] * n
     else:
-        sys_flags = [(r.sys_flag & _HOST_FLAGS_OFF) | host_flags for r in records]
-    tl = len(tb)
-    if blens.count(blens[0]) == n and plens.count(plens[0]) == n:
-        fmt = ">" + f"iiiiiqqiq8sq8siqi{blens[0]}s{tl}sh{plens[0]}s" * n
+        sys_flags = [(f & _HOST_FLAGS_OFF) | host_flags for f in flags_col]
+    if sizes[0] * n == total and sizes.count(sizes[0]) == n:
+        pack = _batch_shape(n, blens[0], tl, plens[0])
     else:
-        fmt = ">" + "".join(f"iiiiiqqiq8sq8siqi{b}s{tl}sh{p}s"
-                            for b, p in zip(blens, plens, strict=True))
+        pack = partial(struct.pack_into, ">" + "".join(
+            f"iiiiiqqiq8sq8siqi{b}s{tl}sh{p}s" for b, p in zip(blens, plens, strict=True)))
     flat: list = [None] * (n * _FIELDS)
     flat[0::_FIELDS] = sizes
     flat[0] = -total  # unpublished: recovery drops exactly this extent; patched last
-    flat[1::_FIELDS] = [magic] * n
+    flat[1::_FIELDS] = repeat(magic, n)
     flat[2::_FIELDS] = crcs
-    flat[3::_FIELDS] = [qid] * n
-    flat[4::_FIELDS] = [r.flag for r in records]
+    flat[3::_FIELDS] = qids
+    flat[4::_FIELDS] = msg_flags
     flat[5::_FIELDS] = range(q0, q0 + n)
     flat[6::_FIELDS] = offsets
     flat[7::_FIELDS] = sys_flags
-    flat[8::_FIELDS] = [r.born_timestamp for r in records]
-    flat[9::_FIELDS] = [born_b] * n
-    flat[10::_FIELDS] = [ts] * n
-    flat[11::_FIELDS] = [store_b] * n
-    flat[12::_FIELDS] = [r.reconsume_times for r in records]
-    flat[13::_FIELDS] = [r.prepared_transaction_offset for r in records]
+    flat[8::_FIELDS] = born_ts
+    flat[9::_FIELDS] = repeat(born_b, n)
+    flat[10::_FIELDS] = repeat(ts, n)
+    flat[11::_FIELDS] = repeat(store_b, n)
+    flat[12::_FIELDS] = reconsumes
+    flat[13::_FIELDS] = prepared
     flat[14::_FIELDS] = blens
     flat[15::_FIELDS] = bodies
-    flat[16::_FIELDS] = [tb] * n
+    flat[16::_FIELDS] = repeat(tb, n)
     flat[17::_FIELDS] = plens
     flat[18::_FIELDS] = props
     mm = mf.mm
-    struct.pack_into(fmt, mm, pos, *flat)
+    try:
+        pack(mm, pos, *flat)
+    except struct.error:  # a body that is not bytes (memoryview...): the general path
+        table[key] = q0
+        return None
     _I32.pack_into(mm, pos, sizes[0])  # publish
     mf.wrote_position = pos + total
     mf.last_modified = now
