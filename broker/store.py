@@ -27,7 +27,7 @@ from twisted.python.failure import Failure
 
 from broker.commitlog.checkpoint import StoreCheckpoint
 from broker.commitlog.commitlog import CommitLog, CommitLogError
-from broker.commitlog.disk_sync import DiskSyncer, plans_fds, sync_fds
+from broker.commitlog.disk_sync import DiskSyncer, plans_fds, sync_fds, sync_paths
 from broker.commitlog.flush import FlushService
 from broker.commitlog.mapped_file import MappedFileError
 from broker.commitlog.record import MessageRecord
@@ -385,25 +385,31 @@ class MessageStore(StoreReader, StoreDispatch):
         self.checkpoint.flush()
 
     def _flush_logics_in_thread(self) -> None:
-        """:meth:`_flush_logics` with the syncs in the flush thread: consume-queue units are
-        synced there, then the checkpoint (its logics timestamp only once they are durable)
-        is written there too. One at a time; the index (not threaded yet) flushes inline."""
+        """:meth:`_flush_logics` with the syncs in the flush thread: consume-queue units and
+        dirty index files are synced there, then the checkpoint (its logics / index timestamps
+        only once they are durable) is written there too. One at a time."""
         if self._logics_syncing:
             return
         self._catch_up_dispatch()
         logics_ts = self.last_dispatched_timestamp
         plans = self.consume_queues.flush_plans()
+        index_ts, index_paths = 0, []
         if self.index is not None:
             self._drain_index()
-            index_ts = self.index.flush()
-            if index_ts:
-                self.checkpoint.index_msg_timestamp = index_ts
+            index_paths = [f.path for f in self.index.files if f.take_dirty()]
+            index_ts = self.index.files[-1].header.end_timestamp if self.index.files else 0
+
+        def sync_all(fds, paths):
+            sync_fds(fds)
+            sync_paths(paths)
 
         def synced(_):
             for p in plans:
                 p.done()
             if logics_ts:
                 self.checkpoint.logics_msg_timestamp = logics_ts
+            if index_ts:
+                self.checkpoint.index_msg_timestamp = index_ts
             return self.disk_sync.submit(self.checkpoint.write, self.checkpoint.encode())
 
         def failed(f):
@@ -414,11 +420,11 @@ class MessageStore(StoreReader, StoreDispatch):
         def finished(result):
             self._logics_syncing = False
             if isinstance(result, Failure):
-                log.error("consume queue / checkpoint flush failed: %s",
+                log.error("consume queue / index / checkpoint flush failed: %s",
                           result.getErrorMessage())
 
         self._logics_syncing = True
-        d = self.disk_sync.submit(sync_fds, plans_fds(plans))
+        d = self.disk_sync.submit(sync_all, plans_fds(plans), index_paths)
         d.addCallbacks(synced, failed)
         d.addBoth(finished)
 

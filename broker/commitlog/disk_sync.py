@@ -95,6 +95,24 @@ def sync_fds(targets: list[tuple[int, str]]) -> None:
                                   err=exc.errno or 0) from exc
 
 
+def sync_paths(paths: list[str]) -> None:
+    """``fdatasync`` each file through a descriptor of its own (any descriptor of a file writes
+    back the page cache of its mapped pages); for mappings whose fd was closed after mapping
+    (index files). Runs in the flush thread."""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue  # deleted meanwhile (retention): nothing left to make durable
+        except OSError as exc:
+            raise MappedFileError(f"cannot open for flush ({exc.strerror})", path,
+                                  err=exc.errno or 0) from exc
+        try:
+            sync_fds([(fd, path)])
+        finally:
+            os.close(fd)
+
+
 class FlushPlan:
     """What one flush of a :class:`~broker.commitlog.mapped_file_queue.MappedFileQueue` covers:
     its files with dirty data (each with the ``wrote_position`` taken now) and the logical

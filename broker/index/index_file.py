@@ -400,6 +400,14 @@ class IndexFile:
             self._mm.flush()
             self._dirty = False
 
+    def take_dirty(self) -> bool:
+        """For a flush done elsewhere (the store's flush thread ``fdatasync``s :attr:`path`,
+        broker/commitlog/disk_sync.py): True if anything changed since the last flush; the
+        file counts as flushed from now on."""
+        dirty = self._dirty and not self._mm.closed
+        self._dirty = False
+        return dirty
+
     def close(self) -> None:
         """Flush and unmap."""
         if not self._mm.closed:

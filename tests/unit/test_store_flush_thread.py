@@ -57,7 +57,7 @@ def make_store(tmp_path, **kw) -> tuple[MessageStore, Clock, ManualSyncer]:
     clock.advance(1_700_000_000)
     cfg = MessageStoreConfig(store_path_root_dir=str(tmp_path), mapped_file_size_commitlog=8192,
                              mapped_file_size_consume_queue=20 * 50, flush_commit_log_least_pages=0,
-                             **kw)
+                             max_hash_slot_num=100, max_index_num=400, **kw)
     store = MessageStore(cfg, clock, clock)
     syncer = ManualSyncer()
     store.disk_sync = store.flush_service.syncer = syncer
@@ -149,13 +149,37 @@ def test_consume_queue_checkpoint_written_after_units_synced(tmp_path):
     store, clock, syncer = make_store(tmp_path)
     put(store)
     clock.advance(store.config.flush_interval_consume_queue / 1000.0)
-    cq_jobs = [j for j in syncer.jobs if j[1].__name__ == "sync_fds"
+    cq_jobs = [j for j in syncer.jobs if j[2] and isinstance(j[2][0], list)
                and any("consumequeue" in p for _, p in j[2][0])]
     assert cq_jobs and store.checkpoint.logics_msg_timestamp == 0
     while syncer.jobs:
         syncer.complete()
     assert store.checkpoint.logics_msg_timestamp == store.last_dispatched_timestamp
     assert store.consume_queues.find("T", 0).mfq.flushed_where == 20
+    store.shutdown()
+
+
+def test_index_synced_in_the_thread_before_its_checkpoint_timestamp(tmp_path, monkeypatch):
+    """A dirty index file is fdatasynced by path in the thread; then its timestamp is saved."""
+    synced_paths = []
+    real = os.fdatasync
+
+    def recording(fd):
+        synced_paths.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    store, clock, syncer = make_store(tmp_path)
+    store.put_message(MessageRecord(topic="T", queue_id=0, body=b"b",
+                                    properties={"TAGS": "a", "KEYS": "k1", "UNIQ_KEY": "U1"}))
+    clock.advance(store.config.flush_interval_consume_queue / 1000.0)
+    assert store.checkpoint.index_msg_timestamp == 0
+    monkeypatch.setattr(os, "fdatasync", recording)
+    while syncer.jobs:
+        syncer.complete()
+    monkeypatch.undo()
+    index_path = store.index.files[-1].path
+    assert os.path.realpath(index_path) in synced_paths
+    assert store.checkpoint.index_msg_timestamp == store.index.files[-1].header.end_timestamp > 0
     store.shutdown()
 
 
