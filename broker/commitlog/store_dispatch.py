@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import struct
+from itertools import repeat
+from operator import attrgetter
 
 from broker.commitlog.record import MessageRecord
 from broker.message import (
@@ -26,7 +28,8 @@ log = logging.getLogger(__name__)
 _TX_MASK = 0xC
 _PREPARED = 0x4
 _ROLLBACK = 0xC
-_UNIT = struct.Struct(">qiq")  # consume-queue unit, as broker.consumequeue.unit.UNIT_STRUCT
+_UNIT = struct.Struct(">qiq")
+_props_of = attrgetter("properties")  # consume-queue unit, as broker.consumequeue.unit.UNIT_STRUCT
 
 
 def _index_items(pending: list):
@@ -142,8 +145,13 @@ class StoreDispatch:
         flat: list = [None] * (3 * n)
         flat[0::3] = offsets
         flat[1::3] = sizes
-        flat[2::3] = [(codes.get(tg) or tags_code(tg)) if (tg := r.properties.get("TAGS"))
-                      else 0 for r in records]
+        # TAGS and their cached codes fetched by C loops; any tag not cached (or none) takes
+        # the per-record expression.
+        tags = list(map(dict.get, map(_props_of, records), repeat("TAGS", n)))
+        cached = list(map(codes.get, tags))
+        if None in cached:
+            cached = [(codes.get(tg) or tags_code(tg)) if tg else 0 for tg in tags]
+        flat[2::3] = cached
         struct.pack_into(">" + "qiq" * n, mf.mm, pos, *flat)
         mf.wrote_position = pos + 20 * n
         cq.max_physic_offset = offsets[-1] + sizes[-1]
