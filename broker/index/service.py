@@ -43,8 +43,6 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_MSGS_NUM_BATCH = 64
 #: Topics whose ``"topic#"`` hash is kept (the cache is dropped, not grown, beyond this).
 _PREFIX_CACHE_MAX = 4096
-#: 4-character UNIQ_KEY tails whose hash is kept (all 65536 hex counters).
-_TAIL_CACHE_MAX = 65536
 
 
 @dataclass
@@ -92,7 +90,6 @@ class IndexService:
         self._prefix_hashes: dict[str, int] = {}
         self._uniq_prefixes: dict[tuple[str, str], int] = {}
         self._uniq_heads: dict[tuple[str, str], int] = {}
-        self._uniq_tails: dict[str, int] = {}
 
     # --- lifecycle --------------------------------------------------------------------------
     def load(self) -> bool:
@@ -199,8 +196,8 @@ class IndexService:
         """:meth:`_key_hash` of an UNIQ_KEY. The Java client's ids are 32 hex digits
         (``MessageClientIDSetter``): 20 fixed per producer (ip, pid, class loader), 8 of time
         (the same for every message of a millisecond) and 4 of counter. The hash of
-        ``topic#<first 28>`` is remembered, and so is the hash of each 4-digit counter, so a
-        message costs two lookups and a multiply-add instead of hashing the key."""
+        ``topic#<first 28>`` is remembered, so a message costs one lookup and a multiply-add
+        over the 4 counter digits instead of hashing the key."""
         if len(uniq) != 32 or not uniq.isascii():
             return self._key_hash(topic, uniq)
         heads = self._uniq_heads
@@ -220,15 +217,9 @@ class IndexService:
             if len(heads) >= _PREFIX_CACHE_MAX:
                 heads.clear()
             h = heads[hkey] = java_string_hash_append(prefix, uniq[20:28])
-        tail = uniq[28:]
-        tails = self._uniq_tails
-        t = tails.get(tail)
-        if t is None:
-            if len(tails) >= _TAIL_CACHE_MAX:
-                tails.clear()
-            t = tails[tail] = java_string_hash(tail)
-        # (h * 31**4 + t) mod 2**32 as Java's signed int, then abs (Integer.MIN_VALUE -> 0).
-        u = (h * 923521 + t) & 0xFFFFFFFF
+        b = uniq[28:].encode()  # ASCII: one byte per UTF-16 unit
+        # (h * 31**4 + hash(tail)) mod 2**32 as Java's signed int, then abs (MIN_VALUE -> 0).
+        u = (h * 923521 + b[0] * 29791 + b[1] * 961 + b[2] * 31 + b[3]) & 0xFFFFFFFF
         if u < 0x80000000:
             return u
         return 0 if u == 0x80000000 else 0x100000000 - u
