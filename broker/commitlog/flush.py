@@ -71,11 +71,16 @@ class FlushService:
             if call is not None and call.active():
                 call.cancel()
         self._timer = self._group_call = self._soon_call = None
-        # The store stops the flush thread first (its last sync has returned), so this flush is
-        # inline; puts waiting on a sync whose result has not reached the reactor fire here.
+        # The store stops the flush thread first (its last sync has returned); this flush is
+        # inline either way, and puts waiting on a sync whose result has not reached the
+        # reactor fire here.
         in_flight, self._in_flight = self._in_flight or [], None
-        self._waiters[:0] = in_flight
-        self._group_commit()
+        waiters, self._waiters = in_flight + self._waiters, []
+        ok = self.flush(0)
+        status = PutMessageStatus.PUT_OK if ok else PutMessageStatus.FLUSH_DISK_TIMEOUT
+        for d in waiters:
+            if not d.called:
+                d.callback(status)
 
     def _arm(self) -> None:
         self._timer = self.reactor.callLater(
