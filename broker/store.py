@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+from operator import attrgetter
 
 from twisted.python.failure import Failure
 
@@ -69,6 +70,7 @@ _INDEX_DRAIN_LIMIT = 50_000
 #: How often the commitlog's pre-touched window is topped up (ms).
 _WARM_INTERVAL_MS = 50
 _tuple_new = tuple.__new__
+_body_of = attrgetter("body")
 _APPEND_OK = AppendMessageStatus.PUT_OK
 _PUT_OK = PutMessageStatus.PUT_OK
 
@@ -319,7 +321,7 @@ class MessageStore(StoreReader, StoreDispatch):
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         if not self.running:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
-        if max(map(len, [r.body for r in records])) > self._max_body:
+        if max(map(len, map(_body_of, records))) > self._max_body:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         try:
             res = self.commitlog.append_batch(records)
