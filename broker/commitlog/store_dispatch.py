@@ -29,7 +29,9 @@ _TX_MASK = 0xC
 _PREPARED = 0x4
 _ROLLBACK = 0xC
 _UNIT = struct.Struct(">qiq")
-_props_of = attrgetter("properties")  # consume-queue unit, as broker.consumequeue.unit.UNIT_STRUCT
+_props_of = attrgetter("properties")
+#: ``pack_into`` of n consume-queue units, per batch size n.
+_UNITS: dict[int, object] = {}  # consume-queue unit, as broker.consumequeue.unit.UNIT_STRUCT
 
 
 def _index_items(pending: list):
@@ -152,7 +154,12 @@ class StoreDispatch:
         if None in cached:
             cached = [(codes.get(tg) or tags_code(tg)) if tg else 0 for tg in tags]
         flat[2::3] = cached
-        struct.pack_into(">" + "qiq" * n, mf.mm, pos, *flat)
+        pack = _UNITS.get(n)
+        if pack is None:
+            if len(_UNITS) >= 256:
+                _UNITS.clear()
+            pack = _UNITS[n] = struct.Struct(">" + "qiq" * n).pack_into
+        pack(mf.mm, pos, *flat)
         mf.wrote_position = pos + 20 * n
         cq.max_physic_offset = offsets[-1] + sizes[-1]
         if self.index is not None:
