@@ -301,7 +301,9 @@ class IndexFile:
             if begin_ts <= 0:
                 time_diff = 0
             else:
-                time_diff = min(max((ts - begin_ts) // 1000, 0), _INT_MAX)
+                time_diff = (ts - begin_ts) // 1000
+                if not 0 <= time_diff <= _INT_MAX:  # clamped as put_hashes does
+                    time_diff = 0 if time_diff < 0 else _INT_MAX
             entry_pack(mm, base + count * INDEX_ENTRY_SIZE, key_hash, phys[i], time_diff,
                        slot_value)
             slot_pack(mm, slot_pos, count)
