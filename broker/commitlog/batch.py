@@ -130,7 +130,8 @@ def append_batch_fast(commitlog, records: list) -> tuple[AppendMessageResult, Ba
     blens = list(map(len, bodies))
     tl = len(tb)
     fixed = 90 + tl
-    if blens.count(blens[0]) == n and plens.count(plens[0]) == n:
+    uniform = blens.count(blens[0]) == n and plens.count(plens[0]) == n
+    if uniform:
         size0 = fixed + blens[0] + plens[0]
         sizes = [size0] * n
         total = size0 * n
@@ -157,7 +158,7 @@ def append_batch_fast(commitlog, records: list) -> tuple[AppendMessageResult, Ba
         sys_flags = [(flags.pop() & _HOST_FLAGS_OFF) | host_flags] * n
     else:
         sys_flags = [(f & _HOST_FLAGS_OFF) | host_flags for f in flags_col]
-    if sizes[0] * n == total and sizes.count(sizes[0]) == n:
+    if uniform:  # every record the same body and properties lengths: one cached struct
         pack = _batch_shape(n, blens[0], tl, plens[0])
     else:
         pack = partial(struct.pack_into, ">" + "".join(
