@@ -164,6 +164,25 @@ class MessageRecord:
         self.properties = properties
         self.properties_str = None
 
+    def derive(
+        self, topic: str, queue_id: int, properties: dict[str, str], reconsume_times: int | None = None
+    ) -> MessageRecord:
+        """A new record to put elsewhere (``ScheduleMessageService.messageTimeup``,
+        ``SendMessageProcessor.consumerSendMsgBack``): same body, flag, sysFlag, born and store
+        hosts and born time; new topic, queue and properties; store fields left to the store."""
+        return MessageRecord(
+            topic=topic,
+            body=self.body,
+            queue_id=queue_id,
+            flag=self.flag,
+            properties=properties,
+            sys_flag=self.sys_flag,
+            born_timestamp=self.born_timestamp,
+            born_host=self.born_host,
+            store_host=self.store_host,
+            reconsume_times=self.reconsume_times if reconsume_times is None else reconsume_times,
+        )
+
 
 def _host_len(sys_flag: int, bit: int) -> int:
     return 20 if sys_flag & bit else 8

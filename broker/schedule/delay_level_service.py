@@ -115,18 +115,7 @@ def message_timeup(record: MessageRecord) -> MessageRecord:
         real_qid = int(record.properties.get(PROPERTY_REAL_QUEUE_ID, "0"))
     except ValueError:
         real_qid = 0
-    new = MessageRecord(
-        topic=real_topic,
-        body=record.body,
-        queue_id=real_qid,
-        flag=record.flag,
-        properties=props,
-        sys_flag=record.sys_flag,
-        born_timestamp=record.born_timestamp,
-        born_host=record.born_host,
-        store_host=record.store_host,
-        reconsume_times=record.reconsume_times,
-    )
+    new = record.derive(real_topic, real_qid, props)
     # A record built in memory (not decoded) has no string yet: the map still holds DELAY.
     new.properties_str = props_str if props_str is not None else properties_to_string(
         record.properties

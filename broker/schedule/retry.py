@@ -98,16 +98,5 @@ def build_send_back_record(
         props[PROPERTY_ORIGIN_MESSAGE_ID] = create_offset_msg_id(
             host, port, original.physical_offset
         )
-    record = MessageRecord(
-        topic=topic,
-        body=original.body,
-        queue_id=queue_id,
-        flag=original.flag,
-        properties=props,
-        sys_flag=original.sys_flag,
-        born_timestamp=original.born_timestamp,
-        born_host=original.born_host,
-        store_host=original.store_host,
-        reconsume_times=original.reconsume_times + 1,
-    )
+    record = original.derive(topic, queue_id, props, original.reconsume_times + 1)
     return SendBack(record, to_dlq, level)

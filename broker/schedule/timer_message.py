@@ -125,17 +125,6 @@ def convert_timer_message(record: MessageRecord, enqueue_ms: int, dequeue_ms: in
         real_qid = int(props.pop(PROPERTY_REAL_QUEUE_ID, "0"))
     except ValueError:
         real_qid = 0
-    new = MessageRecord(
-        topic=real_topic,
-        body=record.body,
-        queue_id=real_qid,
-        flag=record.flag,
-        properties=props,
-        sys_flag=record.sys_flag,
-        born_timestamp=record.born_timestamp,
-        born_host=record.born_host,
-        store_host=record.store_host,
-        reconsume_times=record.reconsume_times,
-    )
+    new = record.derive(real_topic, real_qid, props)
     new.properties_str = props_str
     return new

@@ -142,17 +142,8 @@ class TransactionalMessageBridge:
         """``putBackHalfMsgQueue`` / ``renewHalfMessageInner``: append a copy of ``half`` (with
         its current properties, e.g. the incremented ``TRANSACTION_CHECK_TIMES``) to the half
         queue; returns the copy with its new queue/commitlog offsets, or None on failure."""
-        copy = MessageRecord(
-            topic=RMQ_SYS_TRANS_HALF_TOPIC,
-            body=half.body,
-            queue_id=HALF_QUEUE_ID,
-            flag=half.flag,
-            properties=dict(half.properties),
-            sys_flag=half.sys_flag,
-            born_timestamp=half.born_timestamp,
-            born_host=half.born_host,
-            store_host=half.store_host,
-        )
+        # renewHalfMessageInner does not carry reconsumeTimes over.
+        copy = half.derive(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID, dict(half.properties), 0)
         result = self.store.put_message(copy)
         if _status(result) != "PUT_OK":
             log.error("PutBackToHalfQueueReturnResult failed: %s, topic %s msgId %s",

@@ -192,19 +192,11 @@ class TransactionalMessageService:
         """
         props = dict(half.properties)
         sys_flag = (half.sys_flag & ~TRANSACTION_TYPE_MASK) | TRANSACTION_COMMIT_TYPE
-        record = MessageRecord(
-            topic=props.get(PROPERTY_REAL_TOPIC, ""),
-            body=half.body,
-            queue_id=_to_int(props.get(PROPERTY_REAL_QUEUE_ID), 0),
-            flag=half.flag,
-            properties=props,
-            sys_flag=sys_flag,
-            born_timestamp=half.born_timestamp,
-            born_host=half.born_host,
-            store_host=half.store_host,
-            reconsume_times=half.reconsume_times,
-            prepared_transaction_offset=half.physical_offset,
+        record = half.derive(
+            props.get(PROPERTY_REAL_TOPIC, ""), _to_int(props.get(PROPERTY_REAL_QUEUE_ID), 0), props
         )
+        record.sys_flag = sys_flag
+        record.prepared_transaction_offset = half.physical_offset
         record.properties_str = half.properties_str
         return record
 
