@@ -27,6 +27,8 @@ import struct
 import construct as cs
 import crc32c
 
+from broker.schedule.segment_file import SegmentFile
+
 log = logging.getLogger(__name__)
 
 ENTRY_SIZE = 12
@@ -47,14 +49,12 @@ def encode_dispatch_entry(sequence: int) -> bytes:
     return raw + struct.pack(">I", crc32c.crc32c(raw))
 
 
-class DispatchSegment:
+class DispatchSegment(SegmentFile):
     """The dispatched sequences of one bucket."""
 
     def __init__(self, path: str, bucket_start_ms: int) -> None:
-        self.path = path
-        self.bucket_start_ms = bucket_start_ms
+        super().__init__(path, bucket_start_ms)
         self.dispatched: set[int] = set()
-        self._fd: int | None = None
 
     def open(self) -> None:
         """Read existing entries (recovering a torn tail) and open for append."""
@@ -87,25 +87,6 @@ class DispatchSegment:
             self.open()
         os.write(self._fd, b"".join(encode_dispatch_entry(s) for s in sequences))
         self.dispatched.update(sequences)
-
-    def flush(self) -> None:
-        """fsync the file."""
-        if self._fd is not None:
-            os.fsync(self._fd)
-
-    def close(self) -> None:
-        """Close the handle."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def delete(self) -> None:
-        """Close and remove the file."""
-        self.close()
-        try:
-            os.remove(self.path)
-        except FileNotFoundError:
-            pass
 
 
 class DispatchLog:

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 import construct as cs
 import crc32c
 
+from broker.schedule.segment_file import SegmentFile
+
 log = logging.getLogger(__name__)
 
 SCHEDULE_MAGIC = 0x5C4ED01A
@@ -84,17 +86,15 @@ class ScheduleEntry:
     payload_len: int
 
 
-class ScheduleSegment:
+class ScheduleSegment(SegmentFile):
     """One bucket's segment file: append, read back, scan."""
 
     def __init__(self, path: str, bucket_start_ms: int) -> None:
-        self.path = path
-        self.bucket_start_ms = bucket_start_ms
+        super().__init__(path, bucket_start_ms)
         self.size = 0
         self.next_sequence = 0
         self.count = 0
         self.max_source_offset = -1
-        self._fd: int | None = None
         self._scan_end = 0  # end of the last record (valid or skipped) seen by scan()
 
     # -- open / recover ----------------------------------------------------------------------
@@ -180,25 +180,6 @@ class ScheduleSegment:
     def read_at(self, position: int, payload_len: int) -> bytes:
         """The payload of the record at ``position`` (one pread)."""
         return os.pread(self._handle(), payload_len, position + HEADER_SIZE)
-
-    def flush(self) -> None:
-        """fsync the file if it is open."""
-        if self._fd is not None:
-            os.fsync(self._fd)
-
-    def close(self) -> None:
-        """Close the file handle (the segment can be reopened by the next call)."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def delete(self) -> None:
-        """Close and remove the file."""
-        self.close()
-        try:
-            os.remove(self.path)
-        except FileNotFoundError:
-            pass
 
 
 class ScheduleLog:
