@@ -114,6 +114,15 @@ class SendMessageProcessor:
             RequestCode.CONSUMER_SEND_MSG_BACK: self.process_send_back,
         }
 
+    def fused_handlers(self) -> dict[int, tuple[Any, Any]]:
+        """Request code → (fused handler, the handler it stands in for), for
+        ``RequestDispatcher.register_fused``: the everyday 310 from frame to response bytes."""
+        from broker.processors.send_fast import FusedSendV2
+
+        if self.handlers().get(RequestCode.SEND_MESSAGE_V2) != self.process_send:
+            return {}  # a subclass serving other codes (ReplyMessageProcessor)
+        return {RequestCode.SEND_MESSAGE_V2: (FusedSendV2(self), self.process_send)}
+
     # --- send ------------------------------------------------------------------------------
     def process_send(self, cmd: RemotingCommand, conn: Any) -> Any:
         """10 / 310 / 320: store the message(s); the response waits for the flush policy."""

@@ -313,6 +313,12 @@ def _decode_json_header(header: bytes, body: bytes) -> RemotingCommand:
             ) from None
     if not isinstance(obj, dict):
         raise RemotingCommandError(f"JSON header is not an object: {header[:64]!r}")
+    return decode_json_obj(obj, body)
+
+
+def decode_json_obj(obj: dict, body: bytes) -> RemotingCommand:
+    """The command of an already parsed JSON header object (what :func:`decode_frame` does
+    after the JSON parse; the protocol's fused paths parse the header themselves)."""
     try:
         code = obj["code"]
         if type(code) is not int:

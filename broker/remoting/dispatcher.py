@@ -88,6 +88,8 @@ class RequestDispatcher:
         self._default: Handler | None = None
         self._interceptors: list[Interceptor] = []
         self._observers: list[Callable[[RequestEvent], None]] = []
+        #: code -> (fused handler, the handler it stands in for); see :meth:`register_fused`.
+        self._fused: dict[int, tuple[Callable[..., Any], Handler]] = {}
 
     @property
     def clock(self) -> IReactorTime:
@@ -106,6 +108,23 @@ class RequestDispatcher:
     def handler_for(self, code: int) -> Handler | None:
         """The handler registered for ``code`` (or the default handler)."""
         return self._handlers.get(code, self._default)
+
+    def register_fused(self, code: int, fused: Callable[..., Any], handler: Handler) -> None:
+        """Let the protocol hand requests with ``code`` straight to ``fused(header_obj, payload,
+        body_start, conn) -> bytes | None`` (the whole response frame; None: not handled, take
+        the ordinary path, with nothing done yet). Used only while ``handler`` is still the
+        registered handler and no interceptor or observer is installed, so fault injection
+        and request recording keep seeing every request."""
+        self._fused[int(code)] = (fused, handler)
+
+    def fused_handler(self, code: Any) -> Callable[..., Any] | None:
+        """The fused handler for ``code`` if it may be used now (see :meth:`register_fused`)."""
+        if self._observers or self._interceptors:
+            return None
+        entry = self._fused.get(code)
+        if entry is None or self._handlers.get(code) != entry[1]:
+            return None
+        return entry[0]
 
     def add_interceptor(self, fn: Interceptor) -> None:
         """Run ``fn(cmd, conn)`` before the handler (fault injection, recording)."""

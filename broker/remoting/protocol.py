@@ -17,6 +17,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from twisted.internet import defer
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.protocol import Factory, Protocol
@@ -27,6 +28,7 @@ from broker.remoting.command import (
     RemotingCommand,
     RemotingCommandError,
     decode_frame,
+    decode_json_obj,
     next_opaque,
 )
 
@@ -48,6 +50,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_LENGTH = 16 * 1024 * 1024
 
 _LEN = struct.Struct(">i")
+_loads = orjson.loads
 
 
 class RemotingTimeoutError(Exception):
@@ -167,6 +170,9 @@ class RemotingProtocol(Protocol):
         out: list[bytes] = []
         self._out = out
         bad: str | None = None
+        # Fused handlers (e.g. the everyday SEND_MESSAGE_V2) turn a JSON frame into its
+        # response frame directly; the dispatcher says per frame whether one may run.
+        fused = self.dispatcher.fused_handler if self.dispatcher._fused else None
         try:
             while size - pos >= 4:
                 (length,) = _LEN.unpack_from(src, pos)
@@ -179,7 +185,31 @@ class RemotingProtocol(Protocol):
                 payload = src[pos + 4 : end]
                 pos = end
                 try:
-                    cmd = decode_frame(payload)
+                    cmd = None
+                    if fused is not None and payload[0] == SERIALIZE_JSON:
+                        hend = 4 + (_LEN.unpack_from(payload, 0)[0] & 0xFFFFFF)
+                        obj = None
+                        if hend <= length:
+                            try:
+                                obj = _loads(payload[4:hend])
+                            except ValueError:  # orjson.JSONDecodeError: decode_frame retries
+                                pass
+                        if type(obj) is dict:
+                            code = obj.get("code")
+                            fn = fused(code) if type(code) is int else None
+                            if fn is not None:
+                                try:
+                                    frame = fn(obj, payload, hend, self)
+                                except Exception as exc:
+                                    frame = self._fused_failed(obj, payload[hend:], exc)
+                                if frame is not None:
+                                    out.append(frame)
+                                    if self.closed:
+                                        break
+                                    continue
+                            cmd = decode_json_obj(obj, payload[hend:])
+                    if cmd is None:
+                        cmd = decode_frame(payload)
                 except RemotingCommandError as exc:
                     bad = str(exc)
                     break
@@ -204,6 +234,17 @@ class RemotingProtocol(Protocol):
             self.transport.loseConnection()
 
     # --- incoming ------------------------------------------------------------------------------
+    def _fused_failed(self, obj: dict, body: bytes, exc: Exception) -> bytes:
+        """A fused handler raised: answer as the dispatcher answers a handler that raised."""
+        cmd = decode_json_obj(obj, body)
+        self.language = cmd.language
+        self.version = cmd.version
+        client_id = cmd.ext_fields.get("clientID")
+        if client_id:
+            self.client_id = client_id
+        self._reply(self.dispatcher._failed(cmd, self, exc), cmd)
+        return b""
+
     def _handle(self, cmd: RemotingCommand) -> None:
         if cmd.flag & FLAG_RESPONSE:
             entry = self._pending.pop(cmd.opaque, None)

@@ -1,0 +1,164 @@
+"""The fused SEND_MESSAGE_V2 (310) path: a parsed JSON header and the frame's bytes in, the
+whole response frame out, without a ``RemotingCommand``, the dispatcher or a JSON encode.
+
+Registered with :meth:`RequestDispatcher.register_fused` by the controller; the protocol calls
+it only while no interceptor or observer is installed and ``process_send`` is still the
+handler of 310. It does what ``RemotingProtocol._handle`` + ``SendMessageProcessor.process_send``
+do for the everyday request (``_send_v2_plain``'s conditions: every letter a..h present as a
+plain decimal string, no batch/unitMode flag, an existing writable non-retry topic, no
+transaction or schedule property) and answers from a bytes template holding the same JSON that
+``encode_json_header`` writes for the general path's response. Anything else (binary header,
+oneway or other flags, a ``clientID`` field, non-string values, SYNC_FLUSH...) returns None
+before any side effect and the general path handles the request.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import orjson
+
+from broker.commitlog.record import MessageRecord
+from broker.commitlog.results import PutMessageStatus
+from broker.message import (
+    PROPERTY_CLUSTER,
+    PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_WAIT_STORE_MSG_OK,
+    RETRY_GROUP_TOPIC_PREFIX,
+    pack_host,
+    string_to_properties,
+)
+from broker.processors.common import NOT_ALLOWED_SEND_TOPICS, PERM_WRITE
+from broker.remoting.codes import CURRENT_VERSION, FLAG_RESPONSE, SERIALIZE_JSON
+from broker.remoting.command import decode_json_obj
+
+_PREFIX = struct.Struct(">iI")
+_PUT_OK = PutMessageStatus.PUT_OK
+#: Properties that make a message scheduled (DELAY level or an R5 timer): general path.
+_SCHEDULE_KEYS = frozenset({"DELAY", "TIMER_DELAY_SEC", "TIMER_DELAY_MS", "TIMER_DELIVER_MS"})
+_str = str
+
+
+class FusedSendV2:
+    """``fused(header_obj, payload, body_start, conn) -> bytes | None`` for one processor."""
+
+    def __init__(self, processor: Any) -> None:
+        self.processor = processor
+        self.ctx = processor.ctx
+        self._host: tuple[str, int] | None = None
+        self._texts: tuple[str, str] | None = None
+        self._head = b""
+        self._tail = b""
+
+    def _template(self) -> None:
+        """Response header pieces around msgId..opaque (the JSON ``encode_json_header`` writes
+        for ``success_response`` ext fields MSG_REGION, TRACE_ON, msgId, queueId,
+        queueOffset: orjson key order = insertion order, compact)."""
+        p = self.processor
+        host = self.ctx.store_host
+        self._host = host
+        self._texts = (p.region_id, p.trace_on)
+        prefix = pack_host(*host).hex().upper()
+        self._head = (b'{"code":0,"extFields":{"MSG_REGION":' + orjson.dumps(p.region_id)
+                      + b',"TRACE_ON":' + orjson.dumps(p.trace_on)
+                      + b',"msgId":"' + prefix.encode())
+        self._tail = (b'","queueId":"%d","queueOffset":"%d"},"flag":' + b"%d" % FLAG_RESPONSE
+                      + b',"language":"JAVA","opaque":%d,"serializeTypeCurrentRPC":"JSON",'
+                      + b'"version":' + b"%d" % CURRENT_VERSION + b"}")
+
+    def __call__(self, obj: dict, payload: bytes, body_start: int, conn: Any) -> bytes | None:
+        p = self.processor
+        if p.sync_flush or obj.get("flag"):
+            return None
+        ext = obj.get("extFields")
+        opaque = obj.get("opaque") or 0
+        version = obj.get("version") or 0
+        language = obj.get("language", "JAVA")
+        if (type(ext) is not dict or type(opaque) is not int or type(version) is not int
+                or type(language) is not str or "clientID" in ext):
+            return None
+        get = ext.get
+        topic = get("b")
+        qid = get("e")
+        sys_flag = get("f")
+        born = get("g")
+        flag = get("h")
+        queues = get("d")
+        if not (
+            type(topic) is _str and type(qid) is _str and type(sys_flag) is _str
+            and type(born) is _str and type(flag) is _str and type(queues) is _str
+            and type(get("a")) is _str and type(get("c")) is _str
+            and qid.isdecimal() and len(qid) < 10 and sys_flag.isdecimal()
+            and len(sys_flag) < 10 and born.isdecimal() and len(born) < 19
+            and flag.isdecimal() and len(flag) < 10 and queues.isdecimal() and len(queues) < 10
+        ):
+            return None
+        batch = get("m")
+        unit = get("k")
+        if (batch is not None and batch != "false") or (unit is not None and unit != "false"):
+            return None
+        times = get("j")
+        if times is not None and not (type(times) is _str and times.isdecimal()
+                                      and len(times) < 10):
+            return None
+        most = get("l")
+        if most is not None and not (type(most) is _str and most.isdecimal() and len(most) < 10):
+            return None
+        props_text = get("i")
+        if props_text is not None and type(props_text) is not _str:
+            return None
+        ctx = self.ctx
+        tc = ctx.topic_config.select_topic_config(topic)
+        queue_id = int(qid)
+        body = payload[body_start:]
+        if type(body) is not bytes:
+            body = bytes(body)
+        if (
+            tc is None
+            or topic not in p._valid_topics and not p._remember_valid(topic)
+            or topic in NOT_ALLOWED_SEND_TOPICS
+            or topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+            or queue_id >= max(tc.write_queue_nums, tc.read_queue_nums)
+            or len(body) > p.max_message_size
+            or not ctx.setting("broker_permission", 6) & PERM_WRITE
+        ):
+            return None
+        props = string_to_properties(props_text or "")
+        if PROPERTY_TRANSACTION_PREPARED in props or not _SCHEDULE_KEYS.isdisjoint(props):
+            return None
+        # Committed to this path: what RemotingProtocol._handle records for every request.
+        conn.language = language
+        conn.version = version
+        props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
+        props[PROPERTY_CLUSTER] = ctx.cluster_name
+        flags = int(sys_flag)
+        if tc.topic_filter_type == "MULTI_TAG":
+            flags |= 0x2
+        record = MessageRecord(topic, body, queue_id, int(flag), props, flags, int(born),
+                               conn.peer, ctx.store_host, int(times) if times else 0)
+        result = ctx.store.put_message(record)
+        if result[0] is not _PUT_OK:
+            # Rare (store stopped, properties too long...): the general path's answer.
+            return self._general_answer(obj, body, result, queue_id, topic)
+        ctx.stats.on_put(topic, 1, len(body))
+        if ctx.store_host != self._host or self._texts != (p.region_id, p.trace_on):
+            self._template()
+        append = result[1]
+        header = b"%s%016X%s" % (self._head, append[1],
+                                 self._tail % (queue_id, append[4], opaque))
+        n = len(header)
+        return _PREFIX.pack(4 + n, n) + header
+
+    def _general_answer(self, obj: dict, body: bytes, result: Any, queue_id: int,
+                        topic: str) -> bytes:
+        """The response ``_respond`` builds for a put that did not succeed, encoded as
+        ``RemotingProtocol._reply`` encodes it."""
+        p = self.processor
+        cmd = decode_json_obj(obj, body)
+        ext = {"MSG_REGION": p.region_id, "TRACE_ON": p.trace_on}
+        resp = p._respond(cmd, result, queue_id, ext, topic, 1, len(body))
+        resp.opaque = cmd.opaque
+        resp.flag |= FLAG_RESPONSE
+        resp.serialize_type = SERIALIZE_JSON
+        return resp.encode()
