@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from broker.commitlog.record import BLANK_MAGIC_CODE, RecordError, peek
+from broker.commitlog.record import _V4, BLANK_MAGIC_CODE, RecordError, peek
 from broker.commitlog.record_scan import find_record_start, is_record_start, scan_columns
 from reports import columns as C
 
@@ -99,33 +99,77 @@ def written_stop(path: str, base: int, max_record: int) -> int | None:
     are contiguous and none is longer than that. The answer is used only if the record there
     ends cleanly (zeros, a BLANK filler or the file end follow it), so a damaged tail or a
     gap of garbage falls back to reading everything.
+
+    Probes read their window with ``os.pread`` and skip the magic search when it is all
+    zeros: in a preallocated zero tail each probe covers megabytes, and ``bytes.find``
+    crawling them for both magics cost ~0.12 s per 1 GiB file, on every query's planning.
     """
     with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
+        fd = fh.fileno()
+        size = os.fstat(fd).st_size
         if size < 8:
             return None
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    try:
-        total, magic = peek(mm, 0)
+        total, magic = _pread_peek(fd, 0)
         if total == 0 and magic == 0:
             return 0  # nothing written
-        if not is_record_start(mm, 0, base):
+        if _find_start(fd, size, 0, 1, base) != 0:
             return None
         lo, hi = 0, size
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            found = find_record_start(mm, mid, min(mid + max_record, size), base)
+            found = _find_start(fd, size, mid, min(mid + max_record, size), base)
             if found is None:
                 hi = mid
             else:
                 lo = found
-        end = lo + peek(mm, lo)[0]
-        total, magic = peek(mm, end)
-        if end + 8 > size or magic == BLANK_MAGIC_CODE or (total == 0 and magic == 0):
+        end = lo + _pread_peek(fd, lo)[0]
+        if end + 8 > size:
+            return lo + 1
+        total, magic = _pread_peek(fd, end)
+        if magic == BLANK_MAGIC_CODE or (total == 0 and magic == 0):
             return lo + 1
         return None
-    finally:
-        mm.close()
+
+
+_FIRST_WINDOW = 64 * 1024  # most probes inside the data find a record start in the first KiBs
+_ZERO_CHUNK = bytes(64 * 1024)
+
+
+def _nonzero_end(window: bytes) -> int:
+    """The length of ``window`` without its trailing zero bytes."""
+    end = len(window)
+    step = len(_ZERO_CHUNK)
+    while end > 0:
+        cut = max(0, end - step)
+        if window[cut:end] != _ZERO_CHUNK[: end - cut]:
+            return cut + len(window[cut:end].rstrip(b"\0"))
+        end = cut
+    return 0
+
+
+def _pread_peek(fd: int, pos: int) -> tuple[int, int]:
+    """TOTALSIZE and MAGICCODE at ``pos`` of an open file (:func:`peek` on a pread)."""
+    return peek(os.pread(fd, 8, pos).ljust(8, b"\0"), 0)
+
+
+def _find_start(fd: int, size: int, start: int, stop: int, base: int) -> int | None:
+    """:func:`find_record_start` over ``[start, stop)`` of an open file, on pread windows: a
+    short one first, then the rest only if that holds no record start (the first start in
+    a prefix is the first start of the range, so the answer is the same)."""
+    for limit in (min(stop, start + _FIRST_WINDOW), stop):
+        # A candidate before ``limit`` needs its fixed fields (record.py ``_V4``) readable.
+        end = min(limit + _V4.size + 8, size)
+        window = os.pread(fd, end - start, start)
+        # A magic is not zeros, so the search stops where the window's zero tail begins:
+        # bytes.find crawls zeros at ~1 GB/s, comparing chunks with zeros is ~40x faster.
+        data_end = _nonzero_end(window)
+        if data_end:
+            hit = find_record_start(window, 0, min(limit - start, data_end), base + start)
+            if hit is not None:
+                return start + hit
+        if limit == stop:
+            break
+    return None
 
 
 def plan_partitions(
