@@ -41,15 +41,18 @@ _str = str
 
 
 class FusedSendV2:
-    """``fused(header_obj, payload, body_start, conn) -> bytes | None`` for one processor."""
+    """``fused(header_obj, buf, body_start, body_end, conn) -> bytes | None`` for one
+    processor (see ``RequestDispatcher.register_fused``)."""
 
     def __init__(self, processor: Any) -> None:
         self.processor = processor
         self.ctx = processor.ctx
         self._host: tuple[str, int] | None = None
-        self._texts: tuple[str, str] | None = None
+        self._region: str | None = None
+        self._trace: str | None = None
         self._head = b""
         self._tail = b""
+        self._template_bytes = b""
 
     def _template(self) -> None:
         """Response header pieces around msgId..opaque (the JSON ``encode_json_header`` writes
@@ -58,7 +61,8 @@ class FusedSendV2:
         p = self.processor
         host = self.ctx.store_host
         self._host = host
-        self._texts = (p.region_id, p.trace_on)
+        self._region = p.region_id
+        self._trace = p.trace_on
         prefix = pack_host(*host).hex().upper()
         self._head = (b'{"code":0,"extFields":{"MSG_REGION":' + orjson.dumps(p.region_id)
                       + b',"TRACE_ON":' + orjson.dumps(p.trace_on)
@@ -66,8 +70,11 @@ class FusedSendV2:
         self._tail = (b'","queueId":"%d","queueOffset":"%d"},"flag":' + b"%d" % FLAG_RESPONSE
                       + b',"language":"JAVA","opaque":%d,"serializeTypeCurrentRPC":"JSON",'
                       + b'"version":' + b"%d" % CURRENT_VERSION + b"}")
+        # One % per response: commitlog offset, queueId, queueOffset, opaque.
+        self._template_bytes = self._head.replace(b"%", b"%%") + b"%016X" + self._tail
 
-    def __call__(self, obj: dict, payload: bytes, body_start: int, conn: Any) -> bytes | None:
+    def __call__(self, obj: dict, buf: bytes | bytearray, body_start: int, body_end: int,
+                 conn: Any) -> bytes | None:
         p = self.processor
         if p.sync_flush or obj.get("flag"):
             return None
@@ -111,7 +118,7 @@ class FusedSendV2:
         ctx = self.ctx
         tc = ctx.topic_config.select_topic_config(topic)
         queue_id = int(qid)
-        body = payload[body_start:]
+        body = buf[body_start:body_end]
         if type(body) is not bytes:
             body = bytes(body)
         if (
@@ -142,11 +149,11 @@ class FusedSendV2:
             # Rare (store stopped, properties too long...): the general path's answer.
             return self._general_answer(obj, body, result, queue_id, topic)
         ctx.stats.on_put(topic, 1, len(body))
-        if ctx.store_host != self._host or self._texts != (p.region_id, p.trace_on):
+        if (ctx.store_host is not self._host or p.region_id is not self._region
+                or p.trace_on is not self._trace):
             self._template()
         append = result[1]
-        header = b"%s%016X%s" % (self._head, append[1],
-                                 self._tail % (queue_id, append[4], opaque))
+        header = self._template_bytes % (append[1], queue_id, append[4], opaque)
         n = len(header)
         return _PREFIX.pack(4 + n, n) + header
 

@@ -110,9 +110,10 @@ class RequestDispatcher:
         return self._handlers.get(code, self._default)
 
     def register_fused(self, code: int, fused: Callable[..., Any], handler: Handler) -> None:
-        """Let the protocol hand requests with ``code`` straight to ``fused(header_obj, payload,
-        body_start, conn) -> bytes | None`` (the whole response frame; None: not handled, take
-        the ordinary path, with nothing done yet). Used only while ``handler`` is still the
+        """Let the protocol hand requests with ``code`` straight to ``fused(header_obj, buf,
+        body_start, body_end, conn) -> bytes | None`` (the body is ``buf[body_start:body_end]``;
+        returns the whole response frame, or None: not handled, take the ordinary path, with
+        nothing done yet). Used only while ``handler`` is still the
         registered handler and no interceptor or observer is installed, so fault injection
         and request recording keep seeing every request."""
         self._fused[int(code)] = (fused, handler)

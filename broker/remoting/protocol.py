@@ -182,16 +182,17 @@ class RemotingProtocol(Protocol):
                 end = pos + 4 + length
                 if end > size:
                     break
-                payload = src[pos + 4 : end]
+                start = pos + 4
                 pos = end
                 try:
                     cmd = None
-                    if fused is not None and payload[0] == SERIALIZE_JSON:
-                        hend = 4 + (_LEN.unpack_from(payload, 0)[0] & 0xFFFFFF)
+                    # The fused branch slices header and body out of ``src`` (no frame copy).
+                    if fused is not None and src[start] == SERIALIZE_JSON:
+                        hend = start + 4 + (_LEN.unpack_from(src, start)[0] & 0xFFFFFF)
                         obj = None
-                        if hend <= length:
+                        if hend <= end:
                             try:
-                                obj = _loads(payload[4:hend])
+                                obj = _loads(src[start + 4 : hend])
                             except ValueError:  # orjson.JSONDecodeError: decode_frame retries
                                 pass
                         if type(obj) is dict:
@@ -199,17 +200,17 @@ class RemotingProtocol(Protocol):
                             fn = fused(code) if type(code) is int else None
                             if fn is not None:
                                 try:
-                                    frame = fn(obj, payload, hend, self)
+                                    frame = fn(obj, src, hend, end, self)
                                 except Exception as exc:
-                                    frame = self._fused_failed(obj, payload[hend:], exc)
+                                    frame = self._fused_failed(obj, bytes(src[hend:end]), exc)
                                 if frame is not None:
                                     out.append(frame)
                                     if self.closed:
                                         break
                                     continue
-                            cmd = decode_json_obj(obj, payload[hend:])
+                            cmd = decode_json_obj(obj, bytes(src[hend:end]))
                     if cmd is None:
-                        cmd = decode_frame(payload)
+                        cmd = decode_frame(src[start:end])
                 except RemotingCommandError as exc:
                     bad = str(exc)
                     break

@@ -165,8 +165,9 @@ def test_sync_flush_takes_the_general_path(tmp_path):
     """SYNC_FLUSH answers after the flush: the fused path steps aside."""
     b = Broker(tmp_path, fused=True, sync_flush=True)
     b.feed(plain_frame(opaque=1))
+    frame = plain_frame()
     assert b.proc.fused_handlers()[310][0](
-        orjson.loads(plain_frame()[8:-4]), plain_frame()[4:], 0, b.proto) is None
+        orjson.loads(frame[8:-4]), frame, len(frame) - 4, len(frame), b.proto) is None
     b.ctx.store.shutdown()
 
 
@@ -188,7 +189,7 @@ def test_fused_handler_failure_answers_system_error(tmp_path):
     b = Broker(tmp_path, fused=True)
     b.feed(plain_frame(opaque=1))
 
-    def boom(obj, payload, start, conn):
+    def boom(obj, buf, start, end, conn):
         raise RuntimeError("boom")
 
     b.dispatcher.register_fused(310, boom, b.proc.process_send)
@@ -253,3 +254,4 @@ def test_any_header_gives_identical_bytes(tmp_path_factory, requests):
         data += json_frame(base, body, **top)
     fused, general = both(tmp, data, max_message_size=30)
     assert fused == general
+
