@@ -20,7 +20,8 @@ and ``_error`` set, and reading resumes at the next record start found as above;
 
 Options (strings): ``columns`` (comma list; default all, see :mod:`reports.columns`),
 ``includeBody`` (default true), ``failFast`` (default false), ``batchSize`` (records per Arrow
-batch, default 8192), ``maxPartitionBytes`` (default 128 MiB), ``trimWrittenEnd`` (default
+batch, default 8192, or 65536 when neither body nor properties is decoded),
+``maxPartitionBytes`` (default 128 MiB), ``trimWrittenEnd`` (default
 true: the driver finds each split file's written end by a binary search for the last record
 start and plans no ranges over the zero tail, see :func:`written_stop`) and
 ``maxRecordBytes`` (the longest record that search assumes, default 4 MiB + 128 KiB),
@@ -46,6 +47,12 @@ from reports import columns as C
 FORMAT_NAME = "rocketmq-commitlog"
 _OFFSET_NAME = re.compile(r"^\d{20}$")
 DEFAULT_BATCH_SIZE = 8192
+# Without body or properties a row is a few numbers and short strings, decoded by numpy per
+# batch: bigger batches halve the per-batch costs (numpy set-up, Arrow IPC, the JVM's batch
+# handling). Bench store, topic only: worker CPU 1.3-1.7 s -> 1.1-1.3 s per 0.9M rows, Spark
+# warm query best-of-5/6 2.21 -> 1.64 s (noisy machine).
+NARROW_BATCH_SIZE = 65536
+_WIDE_FIELDS = frozenset(("body", "properties"))
 DEFAULT_MAX_PARTITION_BYTES = 128 * 1024 * 1024
 # maxMessageSize (4 MiB body, MessageStoreConfig) + topic and properties (< 64 KiB) + fixed fields.
 DEFAULT_MAX_RECORD = 4 * 1024 * 1024 + 128 * 1024
@@ -257,6 +264,14 @@ def read_partition(
         mm.close()
 
 
+def default_batch_size(schema: StructType) -> int:
+    """Records per Arrow batch when the ``batchSize`` option is not given: 8192, or 65536
+    when no column needs the body or the properties (narrow rows)."""
+    if _WIDE_FIELDS.intersection(C.record_fields_for(schema.fieldNames())):
+        return DEFAULT_BATCH_SIZE
+    return NARROW_BATCH_SIZE
+
+
 def _left_to_us(buf, pos: int, base: int | None) -> bool:
     """Whether a position our walk reached past our range is ours to decode: yes unless it is
     the end of data or a record start the next partition's search will find (a corrupt record
@@ -281,7 +296,7 @@ class CommitLogReader(DataSourceReader):
         # Without an _error column a corrupt record could only become a row of nulls: fail.
         self.fail_fast = _bool(options, "failFast", False) or C.ERROR_COLUMN not in schema.names
         self.check_crc = _bool(options, "checkCRC", False)
-        self.batch_size = int(options.get("batchSize", DEFAULT_BATCH_SIZE))
+        self.batch_size = int(options.get("batchSize", default_batch_size(schema)))
         self.max_partition_bytes = int(
             options.get("maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES)
         )
