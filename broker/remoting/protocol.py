@@ -172,7 +172,8 @@ class RemotingProtocol(Protocol):
         bad: str | None = None
         # Fused handlers (e.g. the everyday SEND_MESSAGE_V2) turn a JSON frame into its
         # response frame directly; the dispatcher says per frame whether one may run.
-        fused = self.dispatcher.fused_handler if self.dispatcher._fused else None
+        dispatcher = self.dispatcher
+        fused = dispatcher.fused_handler if getattr(dispatcher, "_fused", None) else None
         try:
             while size - pos >= 4:
                 (length,) = _LEN.unpack_from(src, pos)
