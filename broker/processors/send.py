@@ -45,6 +45,12 @@ from broker.processors.common import (
     validate_topic,
 )
 from broker.processors.context import BrokerContext
+from broker.processors.send_plain import (
+    MULTI_TAG,
+    MULTI_TAGS_FLAG,
+    SCHEDULE_KEYS,
+    plain_v2_record,
+)
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand
 from broker.remoting.headers import (
@@ -57,8 +63,6 @@ from broker.schedule.timer_message import TimerMessageError, transform_timer_mes
 
 log = logging.getLogger(__name__)
 
-MULTI_TAG = "MULTI_TAG"
-MULTI_TAGS_FLAG = 0x2
 DLQ_NUMS_PER_GROUP = 1
 #: ``MQVersion.Version.V3_4_9.ordinal()``: from here the header's maxReconsumeTimes counts.
 V3_4_9 = 121
@@ -71,7 +75,6 @@ _BOOL_FIELDS = {
 
 
 #: Properties that make a message scheduled (DELAY level or an R5 timer).
-_SCHEDULE_KEYS = frozenset({"DELAY", "TIMER_DELAY_SEC", "TIMER_DELAY_MS", "TIMER_DELIVER_MS"})
 _V2 = int(RequestCode.SEND_MESSAGE_V2)
 #: Returned by ``_send_v2_plain`` for a request the general path must handle.
 _GENERAL = object()
@@ -146,60 +149,14 @@ class SendMessageProcessor:
         every required letter present, numbers plain decimal, no batch/unitMode flag, an
         existing writable non-retry topic, no transaction or schedule property. Anything else
         returns ``_GENERAL`` before any side effect, and the general path handles it."""
-        ext = cmd.ext_fields
-        get = ext.get
-        topic = get("b")
-        qid = get("e")
-        sys_flag = get("f")
-        born = get("g")
-        flag = get("h")
-        queues = get("d")
-        if (
-            topic is None or qid is None or sys_flag is None or born is None or flag is None
-            or queues is None or get("a") is None or get("c") is None
-            or not (qid.isdecimal() and len(qid) < 10 and sys_flag.isdecimal()
-                    and len(sys_flag) < 10 and born.isdecimal() and len(born) < 19
-                    and flag.isdecimal() and len(flag) < 10 and queues.isdecimal()
-                    and len(queues) < 10)
-        ):
+        plain = plain_v2_record(self, cmd.ext_fields.get, cmd.body, conn.peer)
+        if plain is None:
             return _GENERAL
-        batch = get("m")
-        unit = get("k")
-        if (batch is not None and batch != "false") or (unit is not None and unit != "false"):
-            return _GENERAL
-        times = get("j")
-        if times is not None and not (times.isdecimal() and len(times) < 10):
-            return _GENERAL
-        most = get("l")
-        if most is not None and not (most.isdecimal() and len(most) < 10):
-            return _GENERAL
+        record, queue_id, _ = plain
         ctx = self.ctx
-        tc = ctx.topic_config.select_topic_config(topic)
-        body = cmd.body
-        queue_id = int(qid)
-        if (
-            tc is None
-            or topic not in self._valid_topics and not self._remember_valid(topic)
-            or topic in NOT_ALLOWED_SEND_TOPICS
-            or topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
-            or queue_id >= max(tc.write_queue_nums, tc.read_queue_nums)
-            or len(body) > self.max_message_size
-            or not ctx.setting("broker_permission", 6) & PERM_WRITE
-        ):
-            return _GENERAL
-        props = string_to_properties(get("i") or "")
-        if PROPERTY_TRANSACTION_PREPARED in props or not _SCHEDULE_KEYS.isdisjoint(props):
-            return _GENERAL
-        props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
-        props[PROPERTY_CLUSTER] = ctx.cluster_name
-        flags = int(sys_flag)
-        if tc.topic_filter_type == MULTI_TAG:
-            flags |= MULTI_TAGS_FLAG
-        record = MessageRecord(topic, body, queue_id, int(flag), props, flags, int(born),
-                               conn.peer, ctx.store_host, int(times) if times else 0)
         result = ctx.store.put_message(record)
         ext_out = {"MSG_REGION": self.region_id, "TRACE_ON": self.trace_on}
-        return self._respond(cmd, result, queue_id, ext_out, record.topic, 1, len(body))
+        return self._respond(cmd, result, queue_id, ext_out, record.topic, 1, len(record.body))
 
     def _remember_valid(self, topic: str) -> bool:
         """``validate_topic`` passed (remembered: topic names are few)."""
@@ -353,7 +310,7 @@ class SendMessageProcessor:
     def _transform_scheduled(self, record: MessageRecord) -> None:
         """Timer properties → the timer topic (if the timer service runs); DELAY → schedule."""
         props = record.properties
-        if not (_SCHEDULE_KEYS & props.keys()):
+        if not (SCHEDULE_KEYS & props.keys()):
             return  # the common case: nothing to reroute
         ctx = self.ctx
         if ctx.timer_service is not None:

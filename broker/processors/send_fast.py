@@ -19,24 +19,17 @@ from typing import Any
 
 import orjson
 
-from broker.commitlog.record import MessageRecord
 from broker.commitlog.results import PutMessageStatus
 from broker.message import (
-    PROPERTY_CLUSTER,
-    PROPERTY_TRANSACTION_PREPARED,
-    PROPERTY_WAIT_STORE_MSG_OK,
-    RETRY_GROUP_TOPIC_PREFIX,
     pack_host,
-    string_to_properties,
 )
-from broker.processors.common import NOT_ALLOWED_SEND_TOPICS, PERM_WRITE
+from broker.processors.send_plain import plain_v2_record
 from broker.remoting.codes import CURRENT_VERSION, FLAG_RESPONSE, SERIALIZE_JSON
 from broker.remoting.command import decode_json_obj
 
 _PREFIX = struct.Struct(">iI")
 _PUT_OK = PutMessageStatus.PUT_OK
 #: Properties that make a message scheduled (DELAY level or an R5 timer): general path.
-_SCHEDULE_KEYS = frozenset({"DELAY", "TIMER_DELAY_SEC", "TIMER_DELAY_MS", "TIMER_DELIVER_MS"})
 _str = str
 
 
@@ -85,65 +78,18 @@ class FusedSendV2:
         if (type(ext) is not dict or type(opaque) is not int or type(version) is not int
                 or type(language) is not str or "clientID" in ext):
             return None
-        get = ext.get
-        topic = get("b")
-        qid = get("e")
-        sys_flag = get("f")
-        born = get("g")
-        flag = get("h")
-        queues = get("d")
-        if not (
-            type(topic) is _str and type(qid) is _str and type(sys_flag) is _str
-            and type(born) is _str and type(flag) is _str and type(queues) is _str
-            and type(get("a")) is _str and type(get("c")) is _str
-            and qid.isdecimal() and len(qid) < 10 and sys_flag.isdecimal()
-            and len(sys_flag) < 10 and born.isdecimal() and len(born) < 19
-            and flag.isdecimal() and len(flag) < 10 and queues.isdecimal() and len(queues) < 10
-        ):
-            return None
-        batch = get("m")
-        unit = get("k")
-        if (batch is not None and batch != "false") or (unit is not None and unit != "false"):
-            return None
-        times = get("j")
-        if times is not None and not (type(times) is _str and times.isdecimal()
-                                      and len(times) < 10):
-            return None
-        most = get("l")
-        if most is not None and not (type(most) is _str and most.isdecimal() and len(most) < 10):
-            return None
-        props_text = get("i")
-        if props_text is not None and type(props_text) is not _str:
-            return None
-        ctx = self.ctx
-        tc = ctx.topic_config.select_topic_config(topic)
-        queue_id = int(qid)
         body = buf[body_start:body_end]
         if type(body) is not bytes:
             body = bytes(body)
-        if (
-            tc is None
-            or topic not in p._valid_topics and not p._remember_valid(topic)
-            or topic in NOT_ALLOWED_SEND_TOPICS
-            or topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
-            or queue_id >= max(tc.write_queue_nums, tc.read_queue_nums)
-            or len(body) > p.max_message_size
-            or not ctx.setting("broker_permission", 6) & PERM_WRITE
-        ):
+        plain = plain_v2_record(p, ext.get, body, conn.peer)
+        if plain is None:
             return None
-        props = string_to_properties(props_text or "")
-        if PROPERTY_TRANSACTION_PREPARED in props or not _SCHEDULE_KEYS.isdisjoint(props):
-            return None
+        record, queue_id, _ = plain
+        topic = record.topic
+        ctx = self.ctx
         # Committed to this path: what RemotingProtocol._handle records for every request.
         conn.language = language
         conn.version = version
-        props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
-        props[PROPERTY_CLUSTER] = ctx.cluster_name
-        flags = int(sys_flag)
-        if tc.topic_filter_type == "MULTI_TAG":
-            flags |= 0x2
-        record = MessageRecord(topic, body, queue_id, int(flag), props, flags, int(born),
-                               conn.peer, ctx.store_host, int(times) if times else 0)
         result = ctx.store.put_message(record)
         if result[0] is not _PUT_OK:
             # Rare (store stopped, properties too long...): the general path's answer.
