@@ -227,47 +227,9 @@ class IndexFile:
         """Add one message's keys, given as :func:`index_key_hash` values, in order; returns
         how many fit (fewer than given once the file is full). Each entry is written exactly as
         :meth:`put_key` would; the header is written once, after the last."""
-        h = self.header
-        mm = self._mm
-        slots = self.hash_slot_num
-        base = self._entries_base
-        index_num = self.index_num
-        count = h.index_count
-        begin_ts = h.begin_timestamp
-        begin_phy = h.begin_phy_offset
-        slot_count = h.hash_slot_count
-        first = count
-        for key_hash in key_hashes:
-            if count >= index_num:
-                break
-            slot_pos = INDEX_HEADER_SIZE + (key_hash % slots) * HASH_SLOT_SIZE
-            slot_value = _slot_unpack(mm, slot_pos)[0]
-            if slot_value <= INVALID_INDEX or slot_value > count:
-                slot_value = INVALID_INDEX
-                slot_count += 1
-            if begin_ts <= 0:
-                time_diff = 0
-            else:
-                time_diff = min(max((store_timestamp - begin_ts) // 1000, 0), _INT_MAX)
-            _entry_pack(mm, base + count * INDEX_ENTRY_SIZE, key_hash, phy_offset, time_diff,
-                        slot_value)
-            _slot_pack(mm, slot_pos, count)
-            if count <= 1:
-                begin_phy = phy_offset
-                begin_ts = store_timestamp
-            count += 1
-        written = count - first
-        if written:
-            h.index_count = count
-            h.begin_timestamp = begin_ts
-            h.begin_phy_offset = begin_phy
-            h.hash_slot_count = slot_count
-            h.end_phy_offset = phy_offset
-            h.end_timestamp = store_timestamp
-            _header_pack(mm, 0, begin_ts, store_timestamp, begin_phy, phy_offset, slot_count,
-                         count)
-            self._dirty = True
-        return written
+        hashes = list(key_hashes)
+        n = len(hashes)
+        return self.put_entries(hashes, [phy_offset] * n, [store_timestamp] * n)
 
     def put_entries(self, hashes: list[int], phys: list[int], stamps: list[int],
                     start: int = 0) -> int:
