@@ -42,6 +42,7 @@ from broker.commitlog.results import (
     PutMessageStatus,
 )
 from broker.commitlog.store_dispatch import StoreDispatch
+from broker.commitlog.store_lock import StoreLock, StoreLockedError
 from broker.commitlog.store_reader import StoreReader
 from broker.config_files import open_config_managers
 from broker.consumequeue.store import ConsumeQueueStore
@@ -86,6 +87,7 @@ class MessageStore(StoreReader, StoreDispatch):
         self.clock = clock
         self.reactor = reactor
         os.makedirs(config.store_path_root_dir, exist_ok=True)
+        self.lock = StoreLock(config.store_path_root_dir)
         self.commitlog = CommitLog(
             config.commitlog_dir, config.mapped_file_size_commitlog, clock,
             warm=config.warm_mapped_file_enable,
@@ -138,6 +140,12 @@ class MessageStore(StoreReader, StoreDispatch):
         """Map files and recover (abnormally if the ``abort`` file is there). False with
         ``load_error`` set (and logged, naming file and offset) when the store is unusable."""
         cfg = self.config
+        try:
+            self.lock.acquire()
+        except StoreLockedError as exc:
+            log.error("store cannot load: %s", exc)
+            self.load_error = exc
+            return False
         abnormal = os.path.exists(cfg.abort_path)
         try:
             self.checkpoint.load()
@@ -279,6 +287,7 @@ class MessageStore(StoreReader, StoreDispatch):
             m.persist()
         if clean and os.path.exists(self.config.abort_path):
             os.unlink(self.config.abort_path)
+        self.lock.release()
         self.shutdown_done = True
 
     # --- put ----------------------------------------------------------------------------------
