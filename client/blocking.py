@@ -255,9 +255,9 @@ class BlockingPushConsumer(_Blocking):
         self._target = PushConsumer(group, namesrv_addr, listener, **kw)
         self.timeout = timeout
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Subscribe (no I/O)."""
-        self._target.subscribe(topic, expression)
+    def subscribe(self, topic: str, expression: str = "*", expression_type: str = "TAG") -> None:
+        """Subscribe (no I/O); ``expression_type="SQL92"`` for a property filter."""
+        self._target.subscribe(topic, expression, expression_type)
 
     def register_listener(self, listener: Callable[..., Any]) -> None:
         """Set the listener (no I/O)."""

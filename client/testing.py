@@ -414,16 +414,16 @@ class EmbeddedCluster:
         return self._track(p)
 
     def push_consumer(self, topic: str, listener: Any, group: str | None = None, expression: str = "*",
-                      **kw: Any) -> BlockingPushConsumer:
+                      expression_type: str = "TAG", **kw: Any) -> BlockingPushConsumer:
         """A started blocking push consumer of ``topic`` calling ``listener(msgs, ctx)``."""
         kw.setdefault("rebalance_interval", 2.0)
         c = BlockingPushConsumer(group or _unique("consumer"), self.namesrv_addr, listener, **kw)
-        c.subscribe(topic, expression)
+        c.subscribe(topic, expression, expression_type)
         c.start()
         return self._track(c)
 
     def collector(self, topic: str, group: str | None = None, expression: str = "*",
-                  **kw: Any) -> MessageCollector:
+                  expression_type: str = "TAG", **kw: Any) -> MessageCollector:
         """A push consumer that stores what it gets (:class:`MessageCollector`)."""
         kw.setdefault("rebalance_interval", 2.0)
         kw.setdefault("consume_from_where", "CONSUME_FROM_FIRST_OFFSET")
@@ -432,7 +432,7 @@ class EmbeddedCluster:
                                         listener_in_reactor=True, **kw)
         collector = MessageCollector(self, consumer)
         consumer.register_listener(collector._on_messages)
-        consumer.subscribe(topic, expression)
+        consumer.subscribe(topic, expression, expression_type)
         consumer.start()
         self._track(consumer)
         return collector
