@@ -126,7 +126,7 @@ def up_once(idle: float, conf: str | None = None) -> tuple[float, tuple[float, f
 
 
 PHASES = r"""
-import sys, tempfile, time
+import shutil, sys, tempfile, time
 t0 = time.perf_counter()
 from twisted.internet import reactor, defer
 t_twisted = time.perf_counter()
@@ -152,7 +152,10 @@ def run():
     reactor.stop()
 
 reactor.callWhenRunning(run)
-reactor.run()
+try:
+    reactor.run()
+finally:
+    shutil.rmtree(store, ignore_errors=True)  # a 1 GiB commitlog per run otherwise
 print(f"{t_twisted - t0:.4f} {t_import - t_twisted:.4f} {out['namesrv'] - t_import:.4f} "
       f"{out['broker'] - out['namesrv']:.4f}")
 """
