@@ -16,6 +16,7 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
 from typing import Any
 
@@ -122,9 +123,21 @@ def _serve(starter) -> int:
             outcome["rc"] = 1
             reactor.stop()
 
+    def stop_once(*_: Any) -> None:
+        # `make run` + Ctrl-C (or a supervisor) can deliver the signal twice; Twisted's own
+        # handler would then call reactor.stop() on a stopped reactor and print a traceback.
+        if reactor.running and not outcome.get("stopping"):
+            outcome["stopping"] = True
+            reactor.stop()
+
+    def on_signal(*_: Any) -> None:
+        reactor.callFromThread(stop_once)
+
     reactor.addSystemEventTrigger("before", "shutdown", lambda: _stop_all(services))
     reactor.callWhenRunning(boot)
-    reactor.run()  # installs SIGINT/SIGTERM handlers that stop the reactor
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    reactor.run(installSignalHandlers=False)
     return outcome["rc"]
 
 
