@@ -62,3 +62,24 @@ def stdin_closed_event() -> threading.Event:
 
     threading.Thread(target=reader, daemon=True).start()
     return ev
+
+
+def consume_until_done(consumer, enough: threading.Event, lock: threading.Lock, received,
+                       timeout: float, linger: float) -> None:
+    """Run a started push consumer until ``enough`` is set, stdin closes or ``timeout`` passes;
+    report ``done`` with ``received()`` (read under ``lock``), shut down and exit hard."""
+    import time
+
+    emit(event="started")
+    stop = stdin_closed_event()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not stop.is_set() and not enough.is_set():
+        time.sleep(0.05)
+    if enough.is_set():
+        time.sleep(linger)
+    with lock:
+        emit(event="done", received=received(), timed_out=time.monotonic() >= deadline)
+    watchdog(8)
+    consumer.shutdown()
+    emit(event="shutdown")
+    hard_exit(0)

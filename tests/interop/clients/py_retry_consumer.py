@@ -14,7 +14,7 @@ import argparse
 import threading
 import time
 
-from _common import emit, hard_exit, stdin_closed_event, text, watchdog
+from _common import consume_until_done, emit, text, watchdog
 from rocketmq.client import PushConsumer, RecvMessage
 from rocketmq.exceptions import ffi_check
 from rocketmq.ffi import _CConsumeStatus, dll
@@ -61,19 +61,7 @@ def main() -> None:
     ffi_check(dll.Subscribe(consumer._handle, args.topic.encode(), b"*"))
     consumer._register_callback(on_message)
     consumer.start()
-    emit(event="started")
-    stop = stdin_closed_event()
-    deadline = time.monotonic() + args.timeout
-    while time.monotonic() < deadline and not stop.is_set() and not enough.is_set():
-        time.sleep(0.05)
-    if enough.is_set():
-        time.sleep(args.linger)
-    with lock:
-        emit(event="done", received=received, timed_out=time.monotonic() >= deadline)
-    watchdog(8)
-    consumer.shutdown()
-    emit(event="shutdown")
-    hard_exit(0)
+    consume_until_done(consumer, enough, lock, lambda: received, args.timeout, args.linger)
 
 
 if __name__ == "__main__":
