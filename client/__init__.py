@@ -14,8 +14,7 @@ that installed rocketmq-emu, and that must stay cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from broker.lazy import lazy_getattr
 
 _EXPORTS = {
     "Producer": "client.producer",
@@ -45,8 +44,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'client' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr('client', _EXPORTS)

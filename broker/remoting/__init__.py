@@ -7,7 +7,7 @@ for convenience and are loaded lazily so that the pure codec never pulls in Twis
 
 from __future__ import annotations
 
-from typing import Any
+from broker.lazy import lazy_getattr
 
 _EXPORTS = {
     "RequestCode": "broker.remoting.codes",
@@ -27,10 +27,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'broker.remoting' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr('broker.remoting', _EXPORTS)
