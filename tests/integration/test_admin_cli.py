@@ -8,13 +8,14 @@ import sys
 
 import pytest
 import pytest_twisted
-from issue7_support import create_topic, start_cluster, stop_cluster
+from issue7_support import create_topic, start_cluster, stop_cluster, wait_for
 from twisted.internet import reactor, utils
 
 from client.admin_cli import build_parser, execute
 from client.admin_output import format_table, parse_timestamp
 from client.message import Message
 from client.producer import Producer
+from client.push_consumer import PushConsumer
 
 
 @pytest.fixture
@@ -116,6 +117,29 @@ async def test_consumer_progress_and_reset_offset_by_time(cluster):
     assert broker.store.consumer_offsets.query_offset("adm-g", "AdmC", 0) == 0
     status, doc = await admin(namesrv, "consumerProgress", "-g", "adm-g", "--json")
     assert json.loads(doc)["diffTotal"] == 4
+
+
+@pytest_twisted.ensureDeferred
+async def test_consumer_progress_names_the_client_ip_holding_each_queue(cluster):
+    """consumerProgress fills Client IP from the group's connections and their running info
+    (mqadmin's getMessageQueueAllocationResult): the live consumer's IP on its queue."""
+    namesrv, broker = cluster
+    await create_topic(namesrv.addr, "AdmIp", 1)
+    await _send(namesrv, "AdmIp", 2)
+    inbox: list = []
+    consumer = PushConsumer("adm-ip-g", namesrv.addr, reactor=reactor,
+                            consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                            listener=lambda msgs, ctx: inbox.extend(msgs) or True)
+    consumer.subscribe("AdmIp", "*")
+    await consumer.start()
+    try:
+        await wait_for(lambda: len(inbox) == 2, what="consumed")
+        status, doc = await admin(namesrv, "consumerProgress", "-g", "adm-ip-g", "--json")
+        assert status == 0, doc
+        queues = {q["topic"]: q["clientIP"] for q in json.loads(doc)["queues"]}
+        assert queues["AdmIp"] == "127.0.0.1"
+    finally:
+        await consumer.shutdown()
 
 
 @pytest_twisted.ensureDeferred
