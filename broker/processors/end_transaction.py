@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from broker.message import decode_offset_msg_id
 from broker.processors.context import BrokerContext
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand
@@ -38,7 +39,8 @@ class EndTransactionProcessor:
 
     def handlers(self) -> dict[int, Any]:
         """Request code → handler."""
-        return {RequestCode.END_TRANSACTION: self.process}
+        return {RequestCode.END_TRANSACTION: self.process,
+                RequestCode.RESUME_CHECK_HALF_MESSAGE: self.resume_check_half_message}
 
     def start(self) -> None:
         """Load the decided set from the op queue and start the check loop."""
@@ -71,3 +73,26 @@ class EndTransactionProcessor:
             log.warning("END_TRANSACTION from %s refused: %s", getattr(conn, "peer_addr", "?"),
                         result.remark)
         return cmd.response(result.code, result.remark)
+
+    def resume_check_half_message(self, cmd: RemotingCommand, conn: Any) -> RemotingCommand:
+        """323 (``mqadmin resumeCheckHalfMessage -i msgId``): the message the offset msgId names
+        goes back on the half queue with its check count reset
+        (``AdminBrokerProcessor.resumeCheckHalfMessage``, 4.9.8: same codes and remarks)."""
+        msg_id = cmd.ext_fields.get("msgId") or ""
+        try:
+            _host, _port, offset = decode_offset_msg_id(msg_id)
+            record = self.ctx.store.look_message_by_offset(offset)
+            if record is None:
+                raise LookupError(f"no message at commitlog offset {offset}")
+            ok = self.bridge.put_resumed(record)
+        except Exception as exc:
+            log.error("Exception was thrown when putting message back to "
+                      "RMQ_SYS_TRANS_HALF_TOPIC (msgId %r): %s", msg_id, exc)
+            return cmd.response(ResponseCode.SYSTEM_ERROR, "Exception was thrown when putting "
+                                "message back to RMQ_SYS_TRANS_HALF_TOPIC.")
+        if not ok:
+            log.error("Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed (msgId %s).", msg_id)
+            return cmd.response(ResponseCode.SYSTEM_ERROR,
+                                "Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.")
+        log.info("Put message back to RMQ_SYS_TRANS_HALF_TOPIC OK (msgId %s).", msg_id)
+        return cmd.response(ResponseCode.SUCCESS)

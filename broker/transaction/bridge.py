@@ -20,6 +20,7 @@ from typing import Any
 from broker.commitlog.record import MessageRecord, decode_record
 from broker.message import (
     PROPERTY_TAGS,
+    PROPERTY_TRANSACTION_CHECK_TIMES,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     PROPERTY_WAIT_STORE_MSG_OK,
     RMQ_SYS_TRANS_HALF_TOPIC,
@@ -173,6 +174,18 @@ class TransactionalMessageBridge:
             reconsume_times=half.reconsume_times,
         )
         return _status(self.store.put_message(record)) == "PUT_OK"
+
+
+    def put_resumed(self, record: MessageRecord) -> bool:
+        """``AdminBrokerProcessor.resumeCheckHalfMessage``: put a copy of ``record`` (a half
+        message, usually one discarded to ``TRANS_CHECK_MAX_TIME_TOPIC``) back on the half queue
+        with ``TRANSACTION_CHECK_TIMES`` 0, so the check service asks its producer again from
+        scratch. Java's ``toMessageExtBrokerInner`` keeps flag, sysFlag, hosts, born time and
+        reconsume times."""
+        props = dict(record.properties)
+        props[PROPERTY_TRANSACTION_CHECK_TIMES] = "0"
+        copy = record.derive(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID, props)
+        return _status(self.store.put_message(copy)) == "PUT_OK"
 
 
 def _status(result: Any) -> str:

@@ -15,6 +15,7 @@ from broker.message import (
     RMQ_SYS_TRANS_OP_HALF_TOPIC,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_TYPE_MASK,
+    create_offset_msg_id,
     properties_to_string,
 )
 from broker.processors.client_manage import ClientManageProcessor
@@ -280,6 +281,45 @@ def test_checks_repeat_each_interval_then_discard_after_check_max(broker, clock)
     assert checks == ["1", "2", "3"]
     [discarded] = broker.pull_all(TRANS_CHECK_MAX_TIME_TOPIC, 0)
     assert discarded.body == b"order-1"
+
+
+def _resume(broker, msg_id: str):
+    cmd = RemotingCommand.request(RequestCode.RESUME_CHECK_HALF_MESSAGE, {"msgId": msg_id})
+    return broker.tx.resume_check_half_message(cmd, FakeConn())
+
+
+def test_resume_check_half_message_puts_a_discarded_message_back_with_checks_reset(
+        broker, clock):
+    """RESUME_CHECK_HALF_MESSAGE (323) with the offset msgId of a message discarded after
+    transactionCheckMax: it is back on the half queue with TRANSACTION_CHECK_TIMES 0 and its
+    producer is asked again."""
+    conn = FakeConn()
+    broker.heartbeat_producer(conn)
+    broker.send_half(conn)
+    for _ in range(5):
+        clock.advance(60)
+    assert len(conn.oneway) == 3
+    [discarded] = broker.pull_all(TRANS_CHECK_MAX_TIME_TOPIC, 0)
+    msg_id = create_offset_msg_id(*discarded.store_host, discarded.physical_offset)
+    resp = _resume(broker, msg_id)
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    resumed = broker.pull_all(RMQ_SYS_TRANS_HALF_TOPIC, 0)[-1]
+    assert resumed.body == b"order-1"
+    assert resumed.properties["TRANSACTION_CHECK_TIMES"] == "0"
+    assert resumed.properties["REAL_TOPIC"] == "Orders"
+    clock.advance(60)
+    assert len(conn.oneway) == 4
+    [(_, rechecked)] = list(iter_records(conn.oneway[-1].body))
+    assert rechecked.properties["TRANSACTION_CHECK_TIMES"] == "1"
+
+
+def test_resume_check_half_message_with_a_bad_msg_id_is_a_system_error(broker):
+    """An undecodable msgId or one past the end: SYSTEM_ERROR with RocketMQ's remark."""
+    for msg_id in ("nothex", create_offset_msg_id("127.0.0.1", 10911, 10**9)):
+        resp = _resume(broker, msg_id)
+        assert resp.code == ResponseCode.SYSTEM_ERROR
+        assert resp.remark == ("Exception was thrown when putting message back to "
+                               "RMQ_SYS_TRANS_HALF_TOPIC.")
 
 
 def test_no_live_producer_means_no_check_sent(broker, clock):
