@@ -2,7 +2,7 @@
 
 * CLUSTERING (queues split among the group with :func:`client.rebalance.allocate_averagely`,
   offsets stored on the broker) or BROADCASTING (every member reads every queue, offsets kept
-  locally).
+  in a local file as the Java client's ``LocalFileOffsetStore``: :mod:`client.local_offsets`).
 * Concurrent or orderly consumption. Orderly clustering consumers lock their queues with
   LOCK_BATCH_MQ (41) before pulling and re-lock every 20 s; a queue is consumed one batch at a
   time, a failed batch is retried after ``orderly_suspend`` seconds.
@@ -38,6 +38,7 @@ from client.consume import (  # noqa: F401 (ConsumeStatus is part of this module
     _sleep,
 )
 from client.instance import ClientInstance
+from client.local_offsets import LocalFileOffsetStore
 from client.message import MessageExt, MessageQueue, MQBrokerError, restore_retry_topic
 from client.rebalance import Subscription, allocate_averagely, rebalance_diff
 from client.route import subscribe_queues
@@ -83,6 +84,7 @@ class PushConsumer(ConsumeMixin):
         client_ip: str = "127.0.0.1",
         heartbeat_interval: float = 30.0,
         poll_interval: float = 30.0,
+        local_offset_store_dir: str | None = None,
     ) -> None:
         if message_model not in (CLUSTERING, BROADCASTING):
             raise ValueError(f"message_model must be {CLUSTERING} or {BROADCASTING}")
@@ -109,6 +111,11 @@ class PushConsumer(ConsumeMixin):
         self.subscriptions: dict[str, Subscription] = {}
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self.offsets: dict[MessageQueue, int] = {}
+        # BROADCASTING: offsets in {dir}/{clientId}/{group}/offsets.json (LocalFileOffsetStore).
+        self.local_offsets = (
+            None if message_model == CLUSTERING
+            else LocalFileOffsetStore(self.instance.client_id, group, local_offset_store_dir))
+        self._stored_offsets: dict[MessageQueue, int] = {}
         self.running = False
         self.start_timestamp = 0
         self._rebalance_lock = defer.DeferredLock()
@@ -168,6 +175,8 @@ class PushConsumer(ConsumeMixin):
             raise ValueError(f"the consumer group {self.group} is already registered in this client")
         self.instance.consumers[self.group] = self
         self.instance.start()
+        if self.local_offsets is not None:
+            self._stored_offsets = self.local_offsets.load()
         self.running = True
         self.start_timestamp = int(time.time() * 1000)
         for topic in self.subscriptions:
@@ -299,7 +308,7 @@ class PushConsumer(ConsumeMixin):
         if self.clustering:
             last = await api.query_consumer_offset(self.instance, self.group, mq)
         else:
-            last = self.offsets.get(mq, -1)
+            last = self.offsets.get(mq, self._stored_offsets.get(mq, -1))
         if last >= 0:
             return last
         is_retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
@@ -361,9 +370,23 @@ class PushConsumer(ConsumeMixin):
         except Exception as exc:
             log.debug("persisting the offset of %s failed: %s", mq, exc)
 
+    def _persist_local(self) -> None:
+        """BROADCASTING: write the assigned queues' offsets to the local file."""
+        table = {mq: self.offsets[mq] for mq in self.process_queues if mq in self.offsets}
+        if not table or self.local_offsets is None:
+            return
+        try:
+            self.local_offsets.persist(table)
+        except OSError as exc:
+            log.warning("persisting local offsets to %s failed: %s", self.local_offsets.path, exc)
+
     def persist_offsets(self) -> defer.Deferred:
-        """UPDATE_CONSUMER_OFFSET (15) for every assigned queue (``persistAllConsumerOffset``)."""
+        """UPDATE_CONSUMER_OFFSET (15) for every assigned queue (``persistAllConsumerOffset``);
+        a BROADCASTING consumer writes its local offsets file instead."""
         async def run() -> None:
+            if self.local_offsets is not None:
+                self._persist_local()
+                return
             for mq in list(self.process_queues):
                 await self._persist(mq)
         return defer.ensureDeferred(run())
