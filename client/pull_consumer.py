@@ -2,9 +2,12 @@
 
 * :class:`PullConsumer` (Java ``DefaultMQPullConsumer``): the caller picks queue and offset and
   manages offsets; the subscription travels in each pull (PullSysFlag FLAG_SUBSCRIPTION).
-* :class:`LitePullConsumer` (Java ``DefaultLitePullConsumer``, subscribe mode): queues are
-  assigned by rebalance exactly like the push consumer, messages are buffered and handed out by
-  :meth:`LitePullConsumer.poll`; offsets are committed automatically as messages are handed out.
+* :class:`LitePullConsumer` (Java ``DefaultLitePullConsumer``): in subscribe mode queues are
+  assigned by rebalance exactly like the push consumer; in assign mode (:meth:`assign`) the
+  caller names them. Messages are buffered and handed out by :meth:`LitePullConsumer.poll`;
+  offsets are committed automatically as messages are buffered. :meth:`seek`,
+  :meth:`seek_to_begin` / :meth:`seek_to_end` move a queue, :meth:`committed` reads the stored
+  offset, :meth:`commit_sync` stores them now.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 from twisted.internet import defer
 
 from client import api
+from client.consume import ProcessQueue
 from client.instance import ClientInstance
 from client.message import MessageExt, MessageQueue, MQClientError
 from client.push_consumer import CLUSTERING, ConsumeContext, PushConsumer
@@ -116,6 +120,88 @@ class LitePullConsumer(PushConsumer):
         self._buffer: list[MessageExt] = []
         self._waiters: list[defer.Deferred] = []
         self._space: list[defer.Deferred] = []
+        self._assigned: list[MessageQueue] | None = None
+
+    # --- subscribe vs assign (DefaultLitePullConsumerImpl) ------------------------------------
+    def subscribe(self, topic: str, expression: str = "*", expression_type: str = "TAG") -> None:
+        """Subscribe mode: queues come from rebalance. Not after :meth:`assign`."""
+        if self._assigned is not None:
+            raise MQClientError("Subscribe and assign are mutually exclusive.")
+        super().subscribe(topic, expression, expression_type)
+
+    def assign(self, mqs: list[MessageQueue]) -> defer.Deferred:
+        """Assign mode: read exactly ``mqs`` (all tags), no rebalance among the group. May be
+        called again to change the set; fires once the new set is in place."""
+        if self._assigned is None and self.subscriptions:
+            raise MQClientError("Subscribe and assign are mutually exclusive.")
+        if not mqs:
+            raise MQClientError("Message queues can not be null or empty.")
+        self._assigned = list(dict.fromkeys(mqs))
+        for mq in self._assigned:
+            if mq.topic not in self.subscriptions:
+                self.subscriptions[mq.topic] = Subscription.build(mq.topic, "*", 0)
+        return self.rebalance() if self.running else defer.succeed(None)
+
+    async def _allocate(self, topic: str) -> list[MessageQueue] | None:
+        if self._assigned is None:
+            return await super()._allocate(topic)
+        return [mq for mq in self._assigned if mq.topic == topic]
+
+    # --- seeking and offsets --------------------------------------------------------------------
+    def seek(self, mq: MessageQueue, offset: int) -> defer.Deferred:
+        """Read ``mq`` from ``offset`` next: buffered messages of that queue are dropped and its
+        pulls restart there. The queue must be assigned to this consumer and the offset within
+        [min, max] (``DefaultLitePullConsumerImpl.seek``: MQClientException otherwise)."""
+        return defer.ensureDeferred(self._seek(mq, offset))
+
+    async def _seek(self, mq: MessageQueue, offset: int) -> None:
+        old = self.process_queues.get(mq)
+        if old is None:
+            where = "" if self._assigned is not None else ", may be rebalancing"
+            raise MQClientError(
+                f"The message queue is not in assigned list{where}, message queue: {mq}")
+        low = await api.min_offset(self.instance, mq)
+        high = await api.max_offset(self.instance, mq)
+        if not low <= offset <= high:
+            raise MQClientError(f"Seek offset illegal: {offset} not in [{low}, {high}]")
+        if self.process_queues.get(mq) is not old:
+            raise MQClientError(f"The message queue was reassigned while seeking: {mq}")
+        old.dropped = True
+        self._buffer = [m for m in self._buffer if m.message_queue != mq]
+        self._wake_space()
+        pq = ProcessQueue(mq, offset, lock_time=self.reactor.seconds())
+        self.process_queues[mq] = pq
+        self.offsets[mq] = offset
+        self._spawn(self._pull_loop(pq))
+
+    def seek_to_begin(self, mq: MessageQueue) -> defer.Deferred:
+        """:meth:`seek` to the queue's min offset."""
+        async def run() -> None:
+            await self._seek(mq, await api.min_offset(self.instance, mq))
+        return defer.ensureDeferred(run())
+
+    def seek_to_end(self, mq: MessageQueue) -> defer.Deferred:
+        """:meth:`seek` to the queue's max offset (only messages arriving from now on)."""
+        async def run() -> None:
+            await self._seek(mq, await api.max_offset(self.instance, mq))
+        return defer.ensureDeferred(run())
+
+    def committed(self, mq: MessageQueue) -> defer.Deferred:
+        """The offset stored for ``mq`` (the broker's, or the local file's when BROADCASTING);
+        -1 when none."""
+        if not self.clustering:
+            return defer.succeed(self.offsets.get(mq, self._stored_offsets.get(mq, -1)))
+        return defer.ensureDeferred(api.query_consumer_offset(self.instance, self.group, mq))
+
+    def commit_sync(self) -> defer.Deferred:
+        """Store the offsets of every assigned queue now (``commitSync``)."""
+        return self.persist_offsets()
+
+    def _wake_space(self) -> None:
+        if len(self._buffer) < self.buffer_size:
+            space, self._space = self._space, []
+            for s in space:
+                s.callback(None)
 
     def _buffer_messages(self, msgs: list[MessageExt], ctx: ConsumeContext) -> Any:
         self._buffer.extend(msgs)
@@ -143,8 +229,5 @@ class LitePullConsumer(PushConsumer):
             if timer.active():
                 timer.cancel()
         out, self._buffer = self._buffer[:max_messages], self._buffer[max_messages:]
-        if len(self._buffer) < self.buffer_size:
-            space, self._space = self._space, []
-            for s in space:
-                s.callback(None)
+        self._wake_space()
         return out

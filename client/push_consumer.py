@@ -260,23 +260,28 @@ class PushConsumer(ConsumeMixin):
             except Exception as exc:
                 log.info("rebalance of %s for %s failed: %s", topic, self.group, exc)
 
-    async def _rebalance_topic(self, topic: str) -> None:
+    async def _allocate(self, topic: str) -> list[MessageQueue] | None:
+        """The queues of ``topic`` this client should read (None: no decision this time)."""
         route = self.instance.routes.get(topic) or await self.instance.update_route(topic)
         if route is None:
-            return
+            return None
         mqs = subscribe_queues(topic, route)
-        if self.clustering:
-            addr = None
-            for bd in route.broker_datas:
-                addr = bd.master_addr() or next(iter(bd.broker_addrs.values()), None)
-                if addr:
-                    break
-            if addr is None:
-                return
-            cids = await api.consumer_ids(self.instance, self.group, addr)
-            allocated = allocate_averagely(self.client_id, mqs, cids)
-        else:
-            allocated = mqs
+        if not self.clustering:
+            return mqs
+        addr = None
+        for bd in route.broker_datas:
+            addr = bd.master_addr() or next(iter(bd.broker_addrs.values()), None)
+            if addr:
+                break
+        if addr is None:
+            return None
+        cids = await api.consumer_ids(self.instance, self.group, addr)
+        return allocate_averagely(self.client_id, mqs, cids)
+
+    async def _rebalance_topic(self, topic: str) -> None:
+        allocated = await self._allocate(topic)
+        if allocated is None:
+            return
         current = [mq for mq in self.process_queues if mq.topic == topic]
         to_add, to_remove = rebalance_diff(current, allocated)
         for mq in to_remove:

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from client.message import Message, decode_messages
+from client.blocking import BlockingLitePullConsumer
+from client.message import Message, MQClientError, decode_messages
 from client.push_consumer import BROADCASTING, ConsumeStatus
 from client.testing import unique, wait_until
 
@@ -191,6 +192,64 @@ def test_lite_pull_consumer_polls(rocketmq):
     while len(got) < 4 and time.monotonic() < deadline:
         got.extend(consumer.poll(timeout=1.0))
     assert sorted(m.body for m in got) == [b"m0", b"m1", b"m2", b"m3"]
+
+
+def _poll_until(consumer, count, seconds=15.0):
+    got = []
+    deadline = time.monotonic() + seconds
+    while len(got) < count and time.monotonic() < deadline:
+        got.extend(consumer.poll(timeout=0.5))
+    return got
+
+
+def _assigned_lite(rocketmq, mqs):
+    consumer = BlockingLitePullConsumer(unique("lite"), rocketmq.namesrv_addr,
+                                        consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer.assign(mqs)
+    consumer.start()
+    return rocketmq._track(consumer)
+
+
+def test_lite_pull_assign_reads_only_the_named_queues(rocketmq):
+    """assign([queue 1]) reads that queue alone, whatever the group's rebalance would say."""
+    topic = make_topic(rocketmq, 2)
+    producer = rocketmq.producer()
+    for i in range(6):
+        producer.send(Message(topic, f"m{i}".encode()))
+    mq0, mq1 = sorted(rocketmq.pull_consumer().fetch_subscribe_queues(topic),
+                      key=lambda q: q.queue_id)
+    in_q1 = rocketmq.store.get_max_offset_in_queue(topic, 1)
+    assert in_q1 > 0
+    got = _poll_until(_assigned_lite(rocketmq, [mq1]), in_q1)
+    assert len(got) == in_q1 and {m.queue_id for m in got} == {1}
+
+
+def test_lite_pull_seek_rereads_from_an_offset_and_rejects_one_out_of_range(rocketmq):
+    """seek(mq, 1) drops what is buffered and reads again from offset 1; an offset past the
+    queue's max is refused with 'Seek offset illegal' (DefaultLitePullConsumerImpl.seek)."""
+    topic = make_topic(rocketmq, 1)
+    producer = rocketmq.producer()
+    for i in range(4):
+        producer.send(Message(topic, f"m{i}".encode()))
+    (mq,) = rocketmq.pull_consumer().fetch_subscribe_queues(topic)
+    consumer = _assigned_lite(rocketmq, [mq])
+    assert [m.body for m in _poll_until(consumer, 4)] == [b"m0", b"m1", b"m2", b"m3"]
+    consumer.seek(mq, 1)
+    assert [m.body for m in _poll_until(consumer, 3)] == [b"m1", b"m2", b"m3"]
+    with pytest.raises(MQClientError, match="Seek offset illegal"):
+        consumer.seek(mq, 99)
+    consumer.seek_to_end(mq)
+    producer.send(Message(topic, b"m4"))
+    assert [m.body for m in _poll_until(consumer, 1)] == [b"m4"]
+
+
+def test_lite_pull_subscribe_and_assign_are_mutually_exclusive(rocketmq):
+    """A subscribed lite pull consumer cannot also assign queues."""
+    topic = make_topic(rocketmq, 1)
+    consumer = rocketmq.lite_pull_consumer(topic)
+    (mq,) = rocketmq.pull_consumer().fetch_subscribe_queues(topic)
+    with pytest.raises(MQClientError, match="mutually exclusive"):
+        consumer.assign([mq])
 
 
 def test_orderly_failure_suspends_and_retries_in_place(rocketmq):
