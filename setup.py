@@ -16,6 +16,7 @@ setup(
                   extra_compile_args=_CFLAGS, optional=True),
         # The fused SEND_MESSAGE_V2 path: frames and JSON headers cut and checked in C.
         Extension("broker._native._send", ["broker/_native/send.c"],
+                  depends=["broker/_native/send_json.h"],
                   extra_compile_args=_CFLAGS, optional=True),
     ],
 )

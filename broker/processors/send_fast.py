@@ -10,6 +10,12 @@ transaction or schedule property) and answers from a bytes template holding the 
 ``encode_json_header`` writes for the general path's response. Anything else (binary header,
 oneway or other flags, a ``clientID`` field, non-string values, SYNC_FLUSH...) returns None
 before any side effect and the general path handles the request.
+
+When the C accelerator ``broker._native._send`` is built, :attr:`FusedSendV2.native` is its
+``Sender``: the protocol hands it whole reads and it does all of the above in C (frame cutting,
+JSON header, these checks, the record, the response), calling the same Python objects
+(``select_topic_config``, ``put_message``, ``MessageRecord``, this template). Frames it does not
+fully understand come back to the Python path unchanged; see ``broker/_native/send.c``.
 """
 
 from __future__ import annotations
@@ -19,23 +25,34 @@ from typing import Any
 
 import orjson
 
+from broker import _native
+from broker.commitlog.record import MessageRecord
 from broker.commitlog.results import PutMessageStatus
 from broker.message import (
+    PROPERTY_CLUSTER,
+    PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_WAIT_STORE_MSG_OK,
+    RETRY_GROUP_TOPIC_PREFIX,
     pack_host,
 )
-from broker.processors.send_plain import plain_v2_record
+from broker.processors.common import NOT_ALLOWED_SEND_TOPICS
+from broker.processors.send_plain import MULTI_TAG, SCHEDULE_KEYS, plain_v2_record
 from broker.remoting.codes import CURRENT_VERSION, FLAG_RESPONSE, SERIALIZE_JSON
 from broker.remoting.command import decode_json_obj
 
 _PREFIX = struct.Struct(">iI")
 _PUT_OK = PutMessageStatus.PUT_OK
-#: Properties that make a message scheduled (DELAY level or an R5 timer): general path.
 _str = str
+#: The C module (None when not built or RMQ_EMU_NO_NATIVE=1); tests patch it to force Python.
+native_send = _native.send
 
 
 class FusedSendV2:
     """``fused(header_obj, buf, body_start, body_end, conn) -> bytes | None`` for one
     processor (see ``RequestDispatcher.register_fused``)."""
+
+    #: Parses a header for the C path's rare Python answers (the same reader as the protocol).
+    _loads = staticmethod(orjson.loads)
 
     def __init__(self, processor: Any) -> None:
         self.processor = processor
@@ -46,6 +63,13 @@ class FusedSendV2:
         self._head = b""
         self._tail = b""
         self._template_bytes = b""
+        #: The C ``Sender`` doing this whole path per read, or None (pure Python).
+        self.native = None
+        if native_send is not None:
+            self.native = native_send.Sender(
+                self, MessageRecord, _PUT_OK, NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX,
+                MULTI_TAG, PROPERTY_CLUSTER, PROPERTY_WAIT_STORE_MSG_OK,
+                sorted(SCHEDULE_KEYS | {PROPERTY_TRANSACTION_PREPARED}))
 
     def _template(self) -> None:
         """Response header pieces around msgId..opaque (the JSON ``encode_json_header`` writes

@@ -127,6 +127,18 @@ class RequestDispatcher:
             return None
         return entry[0]
 
+    def native_fused(self) -> Any | None:
+        """The C fast path of a fused handler that may be used now (the ``native`` attribute
+        of :class:`~broker.processors.send_fast.FusedSendV2`: ``run(src, pos, size,
+        max_length, out, conn)``), under :meth:`fused_handler`'s conditions; else None."""
+        if self._observers or self._interceptors:
+            return None
+        for code, (fused, handler) in self._fused.items():
+            native = getattr(fused, "native", None)
+            if native is not None and self._handlers.get(code) == handler:
+                return native
+        return None
+
     def add_interceptor(self, fn: Interceptor) -> None:
         """Run ``fn(cmd, conn)`` before the handler (fault injection, recording)."""
         self._interceptors.append(fn)

@@ -174,8 +174,21 @@ class RemotingProtocol(Protocol):
         # response frame directly; the dispatcher says per frame whether one may run.
         dispatcher = self.dispatcher
         fused = dispatcher.fused_handler if getattr(dispatcher, "_fused", None) else None
+        # Their C form (broker/_native/send.c) takes the whole read and answers every frame it
+        # fully understands, stopping before the first one it does not: that frame takes the
+        # Python path below, unchanged, then C goes on (if the handler that ran allows it).
+        native = dispatcher.native_fused() if fused is not None else None
         try:
             while size - pos >= 4:
+                if native is not None:
+                    pos = native.run(src, pos, size, self.max_length, out, self)
+                    failure = native.take_failure()
+                    if failure is not None:
+                        out.append(self._native_failed(*failure))
+                    if self.closed or size - pos < 4:
+                        break
+                    if failure is not None:
+                        continue
                 (length,) = _LEN.unpack_from(src, pos)
                 if length < 4 or length + 4 > self.max_length:
                     bad = f"frame length {length} outside [4, {self.max_length - 4}]"
@@ -221,6 +234,8 @@ class RemotingProtocol(Protocol):
                     log.exception("%s: failed to process code %d", self.peer_addr, cmd.code)
                 if self.closed:
                     break
+                if native is not None:  # the handler may have installed an interceptor
+                    native = dispatcher.native_fused()
         finally:
             self._out = None
             if bad is not None:
@@ -246,6 +261,14 @@ class RemotingProtocol(Protocol):
             self.client_id = client_id
         self._reply(self.dispatcher._failed(cmd, self, exc), cmd)
         return b""
+
+    def _native_failed(self, exc: Exception, header: bytes, body: bytes) -> bytes:
+        """The C fused path raised (in put_message, a topic lookup...): answer as
+        :meth:`_fused_failed` answers for the Python fused path."""
+        try:
+            raise exc
+        except Exception as raised:
+            return self._fused_failed(_loads(header), body, raised)
 
     def _handle(self, cmd: RemotingCommand) -> None:
         if cmd.flag & FLAG_RESPONSE:
