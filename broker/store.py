@@ -31,6 +31,7 @@ from broker.commitlog.commitlog import CommitLog, CommitLogError
 from broker.commitlog.disk_sync import DiskSyncer, plans_fds, sync_fds, sync_paths
 from broker.commitlog.flush import FlushService
 from broker.commitlog.mapped_file import MappedFileError
+from broker.commitlog.native_put import bind_native_put
 from broker.commitlog.record import MessageRecord
 from broker.commitlog.recovery import RecoveryError, recover
 from broker.commitlog.results import (
@@ -134,6 +135,8 @@ class MessageStore(StoreReader, StoreDispatch):
         self.loaded = False
         self.running = False
         self.shutdown_done = False
+        if type(self).put_message is MessageStore.put_message:  # a subclass's override wins
+            bind_native_put(self, self.put_message)
 
     # --- lifecycle ----------------------------------------------------------------------------
     def load(self) -> bool:
@@ -291,17 +294,13 @@ class MessageStore(StoreReader, StoreDispatch):
         self.shutdown_done = True
 
     # --- put ----------------------------------------------------------------------------------
-    def _check(self, record: MessageRecord) -> PutMessageStatus | None:
-        if not self.running:
-            return PutMessageStatus.SERVICE_NOT_AVAILABLE
-        if len(record.body) > self.config.max_message_size:
-            return PutMessageStatus.MESSAGE_ILLEGAL
-        return None
-
     def put_message(self, record: MessageRecord) -> PutMessageResult:
-        """Append one record and dispatch it; see :class:`PutMessageResult`."""
-        if not self.running or len(record.body) > self._max_body:
-            return PutMessageResult(self._check(record))
+        """Append one record and dispatch it; see :class:`PutMessageResult`. (With the C
+        extension, the instance's ``put_message`` is the C path, falling back to this.)"""
+        if not self.running:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        if len(record.body) > self._max_body:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         try:
             res = self.commitlog.append(record)
         except MappedFileError as exc:
