@@ -22,7 +22,22 @@
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
+#include <dlfcn.h>
 #include <string.h>
+
+/* The tuple-keyed dicts (topic_queue_table, _cq_cache) are probed with the key's hash
+ * computed once per key, not once per probe. */
+#if PY_VERSION_HEX < 0x030D0000
+#define DICT_GET_H(d, k, h) _PyDict_GetItem_KnownHash((d), (k), (h))
+#define DICT_SET_H(d, k, v, h) _PyDict_SetItem_KnownHash((d), (k), (v), (h))
+#else
+#define DICT_GET_H(d, k, h) PyDict_GetItemWithError((d), (k))
+#define DICT_SET_H(d, k, v, h) PyDict_SetItem((d), (k), (v))
+#endif
+
+/* zlib-ng's CRC-32 (the function behind zlib_ng.crc32), called directly when its module
+ * exports it and agrees with the Python function on a probe. */
+typedef uint32_t (*crc32_fn)(uint32_t, const unsigned char *, uint32_t);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Interned attribute names (looked up once at import).                                      */
@@ -60,27 +75,27 @@ intern_names(void)
 static inline void
 put_i16(unsigned char *p, int32_t v)
 {
-    uint16_t u = (uint16_t)v;
-    p[0] = (unsigned char)(u >> 8);
-    p[1] = (unsigned char)u;
+    uint16_t u = __builtin_bswap16((uint16_t)v);
+    memcpy(p, &u, 2);
 }
 
 static inline void
 put_i32(unsigned char *p, int32_t v)
 {
-    uint32_t u = (uint32_t)v;
-    p[0] = (unsigned char)(u >> 24);
-    p[1] = (unsigned char)(u >> 16);
-    p[2] = (unsigned char)(u >> 8);
-    p[3] = (unsigned char)u;
+    uint32_t u = __builtin_bswap32((uint32_t)v);
+    memcpy(p, &u, 4);
 }
 
 static inline void
 put_i64(unsigned char *p, int64_t v)
 {
-    put_i32(p, (int32_t)(uint32_t)((uint64_t)v >> 32));
-    put_i32(p + 4, (int32_t)(uint32_t)(uint64_t)v);
+    uint64_t u = __builtin_bswap64((uint64_t)v);
+    memcpy(p, &u, 8);
 }
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "put_i16/32/64 assume a little-endian host"
+#endif
 
 /* ---------------------------------------------------------------------------------------- */
 /* Per-put scratch: every new reference taken while checking is kept here and dropped at   */
@@ -96,7 +111,7 @@ typedef struct {
 } Scratch;
 
 /* Keep a new reference (NULL passes through: the caller treats it as "not plain"). */
-static PyObject *
+static inline __attribute__((always_inline)) PyObject *
 keep(Scratch *s, PyObject *o)
 {
     if (o == NULL)
@@ -127,11 +142,28 @@ scratch_release(Scratch *s)
 
 
 /* An int attribute as a C int64 within [lo, hi]; 0 when it is not one (error cleared). */
-static int
+static inline __attribute__((always_inline)) int
 as_i64(PyObject *o, int64_t lo, int64_t hi, int64_t *out)
 {
     if (o == NULL || !PyLong_Check(o))
         return 0;
+#if PY_VERSION_HEX < 0x030C0000
+    /* CPython 3.11's int layout (sign in ob_size, 30-bit digits): most fields of a record
+     * fit two digits, read here without the generic conversion. */
+    Py_ssize_t nd = Py_SIZE(o);
+    if (nd >= -2 && nd <= 2) {
+        const digit *d = ((PyLongObject *)o)->ob_digit;
+        int64_t v = nd == 0 ? 0 : (int64_t)d[0];
+        if (nd == 2 || nd == -2)
+            v |= (int64_t)d[1] << PyLong_SHIFT;
+        if (nd < 0)
+            v = -v;
+        if (v < lo || v > hi)
+            return 0;
+        *out = v;
+        return 1;
+    }
+#endif
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (overflow || (v == -1 && PyErr_Occurred()) || v < lo || v > hi) {
@@ -267,18 +299,29 @@ instance_dict(PyObject *obj, PyObject **const *names)
 }
 
 static PyObject **const store_names[] = {
-    &s_running, &s__max_body, &s__dispatch_behind, &s_index, &s__index_pending,
-    &s_index_drain_limit, &s__index_call, &s_reactor, &s_last_dispatched_timestamp, NULL,
+    &s_running, &s__dispatch_behind, &s__index_pending, &s_index_drain_limit, &s__index_call,
+    &s_last_dispatched_timestamp, NULL,
 };
-static PyObject **const cl_names[] = {
-    &s__last_born, &s__last_store, &s__last_pair, &s_mapped_file_size,
-    &s_last_store_timestamp, NULL,
-};
-static PyObject **const queue_names[] = {&s_files, NULL};
-static PyObject **const flush_names[] = {&s_active, NULL};
+static PyObject **const cl_names[] = {&s_last_store_timestamp, NULL};
+static PyObject **const files_names[] = {&s_files, NULL};
+static PyObject **const cq_names[] = {&s_max_physic_offset, NULL};
 
 /* ---------------------------------------------------------------------------------------- */
 /* The PutPath object.                                                                       */
+
+#define QCACHE 64
+
+typedef struct {
+    PyObject *key;            /* (topic, queueId) tuple, slot chosen by its values */
+    int64_t qid;
+    Py_hash_t khash;          /* hash(key) */
+    PyObject *cq, *cq_dict, *mfq_dict; /* slot chosen by the consume queue's address */
+} QCache;
+
+typedef struct {
+    PyObject *obj;
+    int64_t v;
+} IntCache;
 
 typedef struct {
     PyObject_HEAD
@@ -287,15 +330,33 @@ typedef struct {
     PyObject *schedule_topic, *listener_failed, *rec_type, *mf_type;
     /* Objects the store creates once in __init__ and never replaces (only mutates). */
     PyObject *commitlog, *table, *topics, *pairs, *cq_cache, *listeners, *flush, *seconds;
-    PyObject *store_dict, *cl_dict, *queue_dict, *flush_dict;
+    PyObject *store_dict, *cl_dict, *queue_dict;
+    /* Settings the store fixes in __init__ (max_message_size, the commitlog file size,
+     * whether the flush service acts on appends, the index service and reactor). */
+    int64_t max_body, cl_file_size;
+    int flush_active, has_index;
+    PyObject *reactor;
+    /* Caches of pure functions of a record's values, filled from the encoder's caches:
+     * the last (born, store) host pair -> its encoder tuple, the last topic -> (topic
+     * block, magic). */
+    PyObject *c_born, *c_store, *c_pair, *c_topic, *c_topic_t;
+    /* Recent (topic, queueId) keys, and recent consume queues with their own and their
+     * mapped-file queue's __dict__: direct-mapped, a colliding entry replaces the older.
+     * A consume queue is always looked up in _cq_cache first (delete_topic drops it). */
+    QCache qc[QCACHE];
     Py_ssize_t rec_off[R_N], mf_off[M_N];
+    crc32_fn crc_c;           /* NULL: call `crc` */
+    /* The last value of the store timestamp, the size, the body CRC and the tags code
+     * as ints: consecutive puts often share them (ints are immutable, so sharing one
+     * object is as good as a new one, minus the allocation). */
+    IntCache ic_ts, ic_size, ic_crc, ic_tags;
 } PutPath;
 
 #define FIELDS(X)                                                                            \
     X(store) X(fallback) X(crc) X(append_type) X(put_type) X(append_ok) X(put_ok)            \
     X(schedule_topic) X(listener_failed) X(rec_type) X(mf_type) X(commitlog) X(table)        \
     X(topics) X(pairs) X(cq_cache) X(listeners) X(flush) X(seconds) X(store_dict) X(cl_dict) \
-    X(queue_dict) X(flush_dict)
+    X(queue_dict) X(reactor) X(c_born) X(c_store) X(c_pair) X(c_topic) X(c_topic_t)
 
 static int
 putpath_traverse(PutPath *self, visitproc visit, void *arg)
@@ -303,6 +364,12 @@ putpath_traverse(PutPath *self, visitproc visit, void *arg)
 #define VISIT(f) Py_VISIT(self->f);
     FIELDS(VISIT)
 #undef VISIT
+    for (int i = 0; i < QCACHE; i++) {
+        Py_VISIT(self->qc[i].key);
+        Py_VISIT(self->qc[i].cq);
+        Py_VISIT(self->qc[i].cq_dict);
+        Py_VISIT(self->qc[i].mfq_dict);
+    }
     return 0;
 }
 
@@ -312,6 +379,16 @@ putpath_clear(PutPath *self)
 #define CLEAR(f) Py_CLEAR(self->f);
     FIELDS(CLEAR)
 #undef CLEAR
+    Py_CLEAR(self->ic_ts.obj);
+    Py_CLEAR(self->ic_size.obj);
+    Py_CLEAR(self->ic_crc.obj);
+    Py_CLEAR(self->ic_tags.obj);
+    for (int i = 0; i < QCACHE; i++) {
+        Py_CLEAR(self->qc[i].key);
+        Py_CLEAR(self->qc[i].cq);
+        Py_CLEAR(self->qc[i].cq_dict);
+        Py_CLEAR(self->qc[i].mfq_dict);
+    }
     return 0;
 }
 
@@ -323,18 +400,45 @@ putpath_dealloc(PutPath *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* zng_crc32 from the already loaded library at `path`, if it computes what `crc` (the
+ * Python function) computes on a probe; NULL otherwise (error set only if `crc` failed). */
+static crc32_fn
+find_crc32(const char *path, PyObject *crc)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    if (h == NULL)
+        return NULL;
+    crc32_fn fn = (crc32_fn)dlsym(h, "zng_crc32");
+    dlclose(h); /* RTLD_NOLOAD took a reference; the module keeps the library loaded */
+    if (fn == NULL)
+        return NULL;
+    static const char probe[] = "RocketMQ BODYCRC probe \x01\x02\xff";
+    PyObject *b = PyBytes_FromStringAndSize(probe, sizeof probe - 1);
+    PyObject *r = b ? PyObject_CallOneArg(crc, b) : NULL;
+    Py_XDECREF(b);
+    if (r == NULL)
+        return NULL;
+    unsigned long want = PyLong_AsUnsignedLongMask(r);
+    Py_DECREF(r);
+    if (want == (unsigned long)-1 && PyErr_Occurred())
+        return NULL;
+    uint32_t got = fn(0, (const unsigned char *)probe, (uint32_t)(sizeof probe - 1));
+    return got == (uint32_t)want ? fn : NULL;
+}
+
 static int
 putpath_init(PutPath *self, PyObject *args, PyObject *kwds)
 {
     PyObject *store, *fallback, *crc, *append_type, *put_type, *append_ok, *put_ok, *sched,
         *failed, *rec_type, *mf_type;
+    const char *crc_lib = NULL;
     static char *kwlist[] = {"store", "fallback", "crc32", "append_result", "put_result",
                              "append_ok", "put_ok", "schedule_topic", "listener_failed",
-                             "record_type", "mapped_file_type", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!O!OOUOO!O!:PutPath", kwlist, &store,
+                             "record_type", "mapped_file_type", "crc32_library", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!O!OOUOO!O!|z:PutPath", kwlist, &store,
                                      &fallback, &crc, &PyType_Type, &append_type, &PyType_Type,
                                      &put_type, &append_ok, &put_ok, &sched, &failed,
-                                     &PyType_Type, &rec_type, &PyType_Type, &mf_type))
+                                     &PyType_Type, &rec_type, &PyType_Type, &mf_type, &crc_lib))
         return -1;
     /* Results are built as the Python path builds them (tuple.__new__), so both types
      * must be tuple subclasses whose instances are nothing but the tuple. */
@@ -364,7 +468,7 @@ putpath_init(PutPath *self, PyObject *args, PyObject *kwds)
     SET(rec_type, rec_type);
     SET(mf_type, mf_type);
 #undef SET
-    PyObject *cl = NULL, *enc = NULL, *queue = NULL, *clock = NULL;
+    PyObject *cl = NULL, *enc = NULL, *queue = NULL, *clock = NULL, *v = NULL;
     int rc = -1;
     if (!(cl = PyObject_GetAttr(store, s_commitlog)) ||
         !(enc = PyObject_GetAttr(cl, s_encoder)) ||
@@ -379,15 +483,41 @@ putpath_init(PutPath *self, PyObject *args, PyObject *kwds)
         !(self->flush = PyObject_GetAttr(store, s_flush_service)) ||
         !(self->store_dict = instance_dict(store, store_names)) ||
         !(self->cl_dict = instance_dict(cl, cl_names)) ||
-        !(self->queue_dict = instance_dict(queue, queue_names)) ||
-        !(self->flush_dict = instance_dict(self->flush, flush_names)))
+        !(self->queue_dict = instance_dict(queue, files_names)) ||
+        !(self->reactor = PyObject_GetAttr(store, s_reactor)))
         goto done;
+    /* The settings fixed at construction. */
+    if (!(v = PyObject_GetAttr(store, s__max_body)) ||
+        (self->max_body = PyLong_AsLongLong(v)) == -1) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "bad _max_body");
+        goto done;
+    }
+    Py_CLEAR(v);
+    if (!(v = PyObject_GetAttr(cl, s_mapped_file_size)) ||
+        (self->cl_file_size = PyLong_AsLongLong(v)) == -1) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "bad mapped_file_size");
+        goto done;
+    }
+    Py_CLEAR(v);
+    if (!(v = PyObject_GetAttr(self->flush, s_active)) ||
+        (self->flush_active = PyObject_IsTrue(v)) < 0)
+        goto done;
+    Py_CLEAR(v);
+    if (!(v = PyObject_GetAttr(store, s_index)))
+        goto done;
+    self->has_index = v != Py_None;
+    Py_CLEAR(v);
     if (!PyDict_CheckExact(self->table) || !PyDict_CheckExact(self->topics) ||
         !PyDict_CheckExact(self->pairs) || !PyDict_CheckExact(self->cq_cache) ||
         !PyList_CheckExact(self->listeners)) {
         PyErr_SetString(PyExc_TypeError, "PutPath: unexpected store layout");
         goto done;
     }
+    self->crc_c = crc_lib ? find_crc32(crc_lib, crc) : NULL;
+    if (PyErr_Occurred())
+        goto done;
     self->commitlog = cl;
     cl = NULL;
     rc = 0;
@@ -396,7 +526,22 @@ done:
     Py_XDECREF(enc);
     Py_XDECREF(queue);
     Py_XDECREF(clock);
+    Py_XDECREF(v);
     return rc;
+}
+
+/* An int of value `v` (new reference), the cached one when it has that value. */
+static PyObject *
+cached_int(IntCache *c, int64_t v)
+{
+    if (c->obj == NULL || c->v != v) {
+        PyObject *o = PyLong_FromLongLong(v);
+        if (o == NULL)
+            return NULL;
+        Py_XSETREF(c->obj, o);
+        c->v = v;
+    }
+    return Py_NewRef(c->obj);
 }
 
 /* Build a tuple-subclass result with the given items (references are not stolen). */
@@ -472,18 +617,14 @@ static int
 queue_index(PutPath *self, PyObject *rec)
 {
     PyObject *store = self->store;
-    PyObject *index = store_attr(self, s_index);
-    if (index == NULL)
-        return -1;
-    int is_none = index == Py_None;
-    Py_DECREF(index);
-    if (is_none)
+    if (!self->has_index)
         return 0;
     PyObject *pending = store_attr(self, s__index_pending);
     if (pending == NULL)
         return -1;
     int rc = -1;
-    PyObject *limit = NULL, *call = NULL, *reactor = NULL, *running = NULL, *drain = NULL;
+    PyObject *limit = NULL, *call = NULL, *running = NULL, *drain = NULL;
+    PyObject *reactor = self->reactor;
     PyObject *r = NULL, *nobj = NULL;
     if (PyList_CheckExact(pending)) {
         if (PyList_Append(pending, rec) < 0)
@@ -514,10 +655,11 @@ queue_index(PutPath *self, PyObject *rec)
         rc = 0;
         goto done;
     }
-    if (!(call = store_attr(self, s__index_call)) || !(reactor = store_attr(self, s_reactor)) ||
-        !(running = store_attr(self, s_running)))
+    if (!(call = store_attr(self, s__index_call)))
         goto done;
     if (call == Py_None && reactor != Py_None) {
+        if (!(running = store_attr(self, s_running)))
+            goto done;
         int truth = PyObject_IsTrue(running);
         if (truth < 0)
             goto done;
@@ -539,7 +681,6 @@ done:
     Py_XDECREF(r);
     Py_XDECREF(drain);
     Py_XDECREF(running);
-    Py_XDECREF(reactor);
     Py_XDECREF(call);
     Py_XDECREF(limit);
     Py_DECREF(pending);
@@ -548,61 +689,112 @@ done:
 
 /* The properties of a record as the bytes the commitlog stores: `properties_str` (UTF-8)
  * when set, else the dict as name\x01value\x02..., in dict order (encoder.props_string for
- * str keys and values; anything else is the Python path's job). `write` NULL: only measure.
- * Returns the length, or -1 when not the plain case (no error set). */
-static Py_ssize_t
-props_bytes(PyObject *ps, PyObject *props, unsigned char *write)
-{
+ * str keys and values; anything else is the Python path's job). Measured first (the
+ * record's size decides where it goes), written once everything is checked. */
+
+#define MAX_PIECES 32
+
+typedef struct {
+    const char *k, *v;
+    Py_ssize_t kl, vl;
+} Piece;
+
+typedef struct {
+    PyObject *ps, *props; /* ps: the str, or Py_None to build from props */
+    Piece pieces[MAX_PIECES];
+    Py_ssize_t n;         /* pieces collected; -1: too many, write by walking props again */
+    const char *u;        /* ps's UTF-8 */
     Py_ssize_t len;
-    if (ps != Py_None) {
-        if (!PyUnicode_CheckExact(ps))
-            return -1;
-        const char *u = PyUnicode_AsUTF8AndSize(ps, &len);
-        if (u == NULL) {
-            PyErr_Clear(); /* lone surrogates: Python's encode raises it */
-            return -1;
-        }
-        if (write != NULL)
-            memcpy(write, u, (size_t)len);
-        return len;
+} Props;
+
+/* UTF-8 of a str key and value; 0 when either is not an exact str or cannot be encoded
+ * (lone surrogates: Python's encode raises it). */
+static int
+piece_of(PyObject *k, PyObject *v, Piece *pc)
+{
+    if (!PyUnicode_CheckExact(k) || !PyUnicode_CheckExact(v))
+        return 0;
+    if (!(pc->k = PyUnicode_AsUTF8AndSize(k, &pc->kl)) ||
+        !(pc->v = PyUnicode_AsUTF8AndSize(v, &pc->vl))) {
+        PyErr_Clear();
+        return 0;
     }
-    Py_ssize_t pos = 0, total = 0;
-    PyObject *k, *v;
-    int first = 1;
-    while (PyDict_Next(props, &pos, &k, &v)) {
-        if (!PyUnicode_CheckExact(k) || !PyUnicode_CheckExact(v))
-            return -1;
-        Py_ssize_t kl, vl;
-        const char *ku = PyUnicode_AsUTF8AndSize(k, &kl);
-        const char *vu = ku ? PyUnicode_AsUTF8AndSize(v, &vl) : NULL;
-        if (vu == NULL) {
+    return 1;
+}
+
+/* Fill `pr` and its length; 0 when not the plain case (no error set). */
+static int
+props_measure(Props *pr)
+{
+    if (pr->ps != Py_None) {
+        if (!PyUnicode_CheckExact(pr->ps))
+            return 0;
+        if (!(pr->u = PyUnicode_AsUTF8AndSize(pr->ps, &pr->len))) {
             PyErr_Clear();
-            return -1;
+            return 0;
         }
-        if (kl + vl > 65536) /* far past the 32767 limit: no overflow in the sums below */
-            return -1;
-        if (!first) {
-            if (write != NULL)
-                write[total] = 0x02;
-            total++;
-        }
-        first = 0;
-        if (write != NULL) {
-            memcpy(write + total, ku, (size_t)kl);
-            write[total + kl] = 0x01;
-            memcpy(write + total + kl + 1, vu, (size_t)vl);
-        }
-        total += kl + 1 + vl;
-        if (total > 65536)
-            return -1;
+        return 1;
     }
-    return total;
+    Py_ssize_t pos = 0, total = 0, n = 0;
+    PyObject *k, *v;
+    Piece tmp;
+    while (PyDict_Next(pr->props, &pos, &k, &v)) {
+        Piece *pc = n < MAX_PIECES ? &pr->pieces[n] : &tmp;
+        if (!piece_of(k, v, pc))
+            return 0;
+        /* Far past the 32767-byte limit: stop before the sums could overflow. */
+        if (pc->kl > 65536 || pc->vl > 65536 || (total += pc->kl + pc->vl + 2) > 65536)
+            return 0;
+        n++;
+    }
+    pr->n = n <= MAX_PIECES ? n : -1;
+    pr->len = n ? total - 1 : 0; /* n pairs, n - 1 separators */
+    return 1;
+}
+
+static void
+props_write(Props *pr, unsigned char *w)
+{
+    if (pr->ps != Py_None) {
+        memcpy(w, pr->u, (size_t)pr->len);
+        return;
+    }
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *k, *v;
+    Piece tmp;
+    for (;;) {
+        Piece *pc;
+        if (pr->n >= 0) {
+            if (i == pr->n)
+                break;
+            pc = &pr->pieces[i];
+        } else {
+            /* More pieces than the array holds: the dict again, exactly as measured
+             * (nothing ran in between that could change it; the UTF-8 is cached). */
+            if (!PyDict_Next(pr->props, &pos, &k, &v))
+                break;
+            piece_of(k, v, &tmp);
+            pc = &tmp;
+        }
+        if (i++ > 0)
+            *w++ = 0x02;
+        memcpy(w, pc->k, (size_t)pc->kl);
+        w += pc->kl;
+        *w++ = 0x01;
+        memcpy(w, pc->v, (size_t)pc->vl);
+        w += pc->vl;
+    }
 }
 
 #define FALLBACK goto fallback
 #define REC(f) keep(&sc, slot_get(rec, self->rec_off[R_##f]))
 #define MF(o, f) keep(&sc, slot_get((o), self->mf_off[M_##f]))
 #define DGET(d, name) keep(&sc, dict_get((d), s_##name))
+/* Borrowed reads, only for values converted or compared at once (no Python code can run
+ * between the read and the use, so nothing can free them). */
+#define REC_B(f) (*(PyObject **)((char *)rec + self->rec_off[R_##f]))
+#define MF_B(o, f) (*(PyObject **)((char *)(o) + self->mf_off[M_##f]))
+#define DGET_B(d, name) PyDict_GetItemWithError((d), s_##name)
 
 /* A dict item as a new reference; NULL (maybe with an error) when missing. */
 static inline PyObject *
@@ -629,60 +821,75 @@ putpath_put(PutPath *self, PyObject *rec)
     /* --- checks: nothing below changes any state until "side effects" ------------------- */
     if (Py_TYPE(rec) != (PyTypeObject *)self->rec_type)
         FALLBACK;
-    if (DGET(self->store_dict, running) != Py_True)
+    if (DGET_B(self->store_dict, running) != Py_True)
         FALLBACK;
     PyObject *body = REC(body);
     if (body == NULL || !PyBytes_CheckExact(body))
         FALLBACK;
     Py_ssize_t blen = PyBytes_GET_SIZE(body);
-    int64_t max_body;
-    if (!I64_OK(DGET(self->store_dict, _max_body), &max_body) || blen > max_body)
-        FALLBACK;
-    if (DGET(self->store_dict, _dispatch_behind) != Py_None)
+    if (blen > self->max_body || DGET_B(self->store_dict, _dispatch_behind) != Py_None)
         FALLBACK;
 
-    /* Hosts: the commitlog's packed-pair caches (filled by the Python path). */
+    /* Hosts: (born bytes, store bytes, V6 flags, both IPv4) from the encoder's pair cache
+     * (filled by the Python path), remembered here for the next put from the same pair. */
     PyObject *born = REC(born_host), *storeh = REC(store_host);
-    PyObject *lb = DGET(self->cl_dict, _last_born), *ls = DGET(self->cl_dict, _last_store);
-    if (!born || !storeh || !lb || !ls)
+    if (!born || !storeh)
         FALLBACK;
-    PyObject *pair;
-    int eq1 = PyObject_RichCompareBool(born, lb, Py_EQ);
-    int eq2 = eq1 > 0 ? PyObject_RichCompareBool(storeh, ls, Py_EQ) : eq1;
-    if (eq2 < 0)
-        FALLBACK;
-    if (eq2) {
-        pair = DGET(self->cl_dict, _last_pair);
-    } else {
-        PyObject *key = keep(&sc, PyTuple_Pack(2, born, storeh));
-        pair = key ? keep(&sc, dict_get(self->pairs, key)) : NULL;
+    int hit = 0;
+    if (self->c_born != NULL) {
+        hit = born == self->c_born ? 1 : PyObject_RichCompareBool(born, self->c_born, Py_EQ);
+        if (hit > 0 && storeh != self->c_store)
+            hit = PyObject_RichCompareBool(storeh, self->c_store, Py_EQ);
+        if (hit < 0)
+            FALLBACK;
     }
-    if (pair == NULL || !PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 4 ||
-        PyTuple_GET_ITEM(pair, 3) != Py_True)
-        FALLBACK; /* not cached yet, or IPv6 */
+    PyObject *pair;
+    if (hit) {
+        pair = keep(&sc, Py_NewRef(self->c_pair));
+    } else {
+        PyObject *hosts = keep(&sc, PyTuple_Pack(2, born, storeh));
+        pair = hosts ? keep(&sc, dict_get(self->pairs, hosts)) : NULL;
+        if (pair == NULL || !PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 4 ||
+            PyTuple_GET_ITEM(pair, 3) != Py_True ||
+            !PyBytes_CheckExact(PyTuple_GET_ITEM(pair, 0)) ||
+            PyBytes_GET_SIZE(PyTuple_GET_ITEM(pair, 0)) != 8 ||
+            !PyBytes_CheckExact(PyTuple_GET_ITEM(pair, 1)) ||
+            PyBytes_GET_SIZE(PyTuple_GET_ITEM(pair, 1)) != 8)
+            FALLBACK; /* not cached yet, or IPv6 */
+        Py_XSETREF(self->c_born, Py_NewRef(born));
+        Py_XSETREF(self->c_store, Py_NewRef(storeh));
+        Py_XSETREF(self->c_pair, Py_NewRef(pair));
+    }
     PyObject *born_b = PyTuple_GET_ITEM(pair, 0), *store_b = PyTuple_GET_ITEM(pair, 1);
-    if (!PyBytes_CheckExact(born_b) || PyBytes_GET_SIZE(born_b) != 8 ||
-        !PyBytes_CheckExact(store_b) || PyBytes_GET_SIZE(store_b) != 8)
-        FALLBACK;
 
-    /* Topic block and magic from the encoder's cache; the schedule topic's tagsCode is
-     * the deliver time, computed in Python. */
+    /* Topic block and magic from the encoder's cache, remembered likewise; the schedule
+     * topic's tagsCode is the deliver time, computed in Python (never cached here). */
     PyObject *topic = REC(topic);
-    if (topic == NULL || !PyUnicode_CheckExact(topic) ||
-        PyUnicode_Compare(topic, self->schedule_topic) == 0)
+    if (topic == NULL || !PyUnicode_CheckExact(topic))
         FALLBACK;
-    PyObject *topic_t = keep(&sc, dict_get(self->topics, topic));
-    if (topic_t == NULL || !PyTuple_CheckExact(topic_t) || PyTuple_GET_SIZE(topic_t) != 2)
-        FALLBACK;
+    PyObject *topic_t;
+    if (self->c_topic != NULL &&
+        (topic == self->c_topic || PyUnicode_Compare(topic, self->c_topic) == 0)) {
+        topic_t = keep(&sc, Py_NewRef(self->c_topic_t));
+    } else {
+        if (PyUnicode_Compare(topic, self->schedule_topic) == 0)
+            FALLBACK;
+        topic_t = keep(&sc, dict_get(self->topics, topic));
+        if (topic_t == NULL || !PyTuple_CheckExact(topic_t) ||
+            PyTuple_GET_SIZE(topic_t) != 2 || !PyBytes_CheckExact(PyTuple_GET_ITEM(topic_t, 0)))
+            FALLBACK;
+        Py_XSETREF(self->c_topic, Py_NewRef(topic));
+        Py_XSETREF(self->c_topic_t, Py_NewRef(topic_t));
+    }
     PyObject *tb = PyTuple_GET_ITEM(topic_t, 0), *magic_obj = PyTuple_GET_ITEM(topic_t, 1);
     int64_t magic;
-    if (!PyBytes_CheckExact(tb) || !I32_OK(magic_obj, &magic))
+    if (!I32_OK(magic_obj, &magic))
         FALLBACK;
     Py_ssize_t tblen = PyBytes_GET_SIZE(tb);
 
     /* Transactions: PREPARED / ROLLBACK take no queue offset and no consume-queue unit. */
     int64_t sys_flag, qid, flag, born_ts, reconsume, prep_off;
-    if (!I64_OK(REC(sys_flag), &sys_flag))
+    if (!I64_OK(REC_B(sys_flag), &sys_flag))
         FALLBACK;
     int64_t tx = sys_flag & 0xC;
     if (tx == 0x4 || tx == 0xC)
@@ -691,20 +898,24 @@ putpath_put(PutPath *self, PyObject *rec)
     if (sys_flag < INT32_MIN || sys_flag > INT32_MAX)
         FALLBACK;
     PyObject *qid_obj = REC(queue_id);
-    if (!I32_OK(qid_obj, &qid) || !I32_OK(REC(flag), &flag) ||
-        !I64_OK(REC(born_timestamp), &born_ts) || !I32_OK(REC(reconsume_times), &reconsume) ||
-        !I64_OK(REC(prepared_transaction_offset), &prep_off))
+    if (!I32_OK(qid_obj, &qid) || !I32_OK(REC_B(flag), &flag) ||
+        !I64_OK(REC_B(born_timestamp), &born_ts) ||
+        !I32_OK(REC_B(reconsume_times), &reconsume) ||
+        !I64_OK(REC_B(prepared_transaction_offset), &prep_off))
         FALLBACK;
 
     /* Properties and the TAGS hash. */
     PyObject *props = REC(properties), *ps = REC(properties_str);
     if (props == NULL || ps == NULL || !PyDict_CheckExact(props))
         FALLBACK;
-    Py_ssize_t plen = props_bytes(ps, props, NULL);
-    if (plen < 0 || plen > 32767)
+    Props pr;
+    pr.ps = ps;
+    pr.props = props;
+    if (!props_measure(&pr) || pr.len > 32767)
         FALLBACK;
+    Py_ssize_t plen = pr.len;
     int32_t tags = 0;
-    PyObject *tag = keep(&sc, dict_get(props, s_TAGS));
+    PyObject *tag = PyDict_GetItemWithError(props, s_TAGS); /* hashed at once */
     if (tag == NULL && PyErr_Occurred())
         FALLBACK;
     if (tag != NULL && tag != Py_None) {
@@ -714,20 +925,38 @@ putpath_put(PutPath *self, PyObject *rec)
             FALLBACK;
     }
 
-    /* Queue offset (the key is the Python path's (topic, queueId)). */
-    PyObject *key = keep(&sc, PyTuple_Pack(2, topic, qid_obj));
-    if (key == NULL)
+    /* Queue offset (the key is the Python path's (topic, queueId), the last one reused). */
+    PyObject *key;
+    Py_hash_t th = PyObject_Hash(topic); /* cached in the str */
+    if (th == -1)
         FALLBACK;
+    QCache *ks = &self->qc[((uint64_t)th ^ (uint64_t)qid * 0x9E3779B97F4A7C15u) >> 58];
+    if (ks->key != NULL && qid == ks->qid &&
+        (topic == PyTuple_GET_ITEM(ks->key, 0) ||
+         PyUnicode_Compare(topic, PyTuple_GET_ITEM(ks->key, 0)) == 0)) {
+        key = keep(&sc, Py_NewRef(ks->key));
+    } else {
+        key = keep(&sc, PyTuple_Pack(2, topic, qid_obj));
+        if (key == NULL)
+            FALLBACK;
+        Py_hash_t kh = PyObject_Hash(key);
+        if (kh == -1)
+            FALLBACK;
+        Py_XSETREF(ks->key, Py_NewRef(key));
+        ks->qid = qid;
+        ks->khash = kh;
+    }
+    Py_hash_t khash = ks->khash;
     int64_t qoff = 0;
-    PyObject *qv = keep(&sc, dict_get(self->table, key));
+    PyObject *qv = DICT_GET_H(self->table, key, khash); /* converted at once */
     if (qv == NULL && PyErr_Occurred())
         FALLBACK;
     if (qv != NULL && !as_i64(qv, 0, INT64_MAX - 1, &qoff))
         FALLBACK;
 
     /* Room in the last commitlog file (else the Python path writes the BLANK and rolls). */
-    int64_t size = 90 + (int64_t)blen + tblen + plen, mfs, wp, fsz, ffo;
-    if (!I64_OK(DGET(self->cl_dict, mapped_file_size), &mfs) || size + 8 > mfs)
+    int64_t size = 90 + (int64_t)blen + tblen + plen, wp, fsz, ffo;
+    if (size + 8 > self->cl_file_size)
         FALLBACK;
     PyObject *files = DGET(self->queue_dict, files);
     if (files == NULL || !PyList_CheckExact(files) || PyList_GET_SIZE(files) == 0)
@@ -737,17 +966,28 @@ putpath_put(PutPath *self, PyObject *rec)
     keep(&sc, mf);
     if (Py_TYPE(mf) != (PyTypeObject *)self->mf_type)
         FALLBACK;
-    if (!I64_OK(MF(mf, wrote_position), &wp) || !I64_OK(MF(mf, file_size), &fsz) ||
-        !I64_OK(MF(mf, file_from_offset), &ffo) || wp < 0 || size + 8 > fsz - wp)
+    if (!I64_OK(MF_B(mf, wrote_position), &wp) || !I64_OK(MF_B(mf, file_size), &fsz) ||
+        !I64_OK(MF_B(mf, file_from_offset), &ffo) || wp < 0 || size + 8 > fsz - wp)
         FALLBACK;
     int64_t offset = ffo + wp;
 
     /* The consume queue's plain append case (as _dispatch's inline test). */
-    PyObject *cq = keep(&sc, dict_get(self->cq_cache, key));
+    PyObject *cq = keep(&sc, Py_XNewRef(DICT_GET_H(self->cq_cache, key, khash)));
     if (cq == NULL)
         FALLBACK;
-    PyObject *mfq = keep(&sc, PyObject_GetAttr(cq, s_mfq));
-    PyObject *cfiles = mfq ? keep(&sc, PyObject_GetAttr(mfq, s_files)) : NULL;
+    QCache *cs = &self->qc[((uintptr_t)cq >> 4) % QCACHE];
+    if (cq != cs->cq) {
+        PyObject *mfq = keep(&sc, PyObject_GetAttr(cq, s_mfq));
+        PyObject *cq_dict = keep(&sc, instance_dict(cq, cq_names));
+        PyObject *mfq_dict = mfq ? keep(&sc, instance_dict(mfq, files_names)) : NULL;
+        if (cq_dict == NULL || mfq_dict == NULL)
+            FALLBACK;
+        Py_XSETREF(cs->cq, Py_NewRef(cq));
+        Py_XSETREF(cs->cq_dict, Py_NewRef(cq_dict));
+        Py_XSETREF(cs->mfq_dict, Py_NewRef(mfq_dict));
+    }
+    PyObject *cq_dict = keep(&sc, Py_NewRef(cs->cq_dict));
+    PyObject *cfiles = keep(&sc, dict_get(cs->mfq_dict, s_files));
     if (cfiles == NULL || !PyList_CheckExact(cfiles) || PyList_GET_SIZE(cfiles) == 0)
         FALLBACK;
     PyObject *cmf = PyList_GET_ITEM(cfiles, PyList_GET_SIZE(cfiles) - 1);
@@ -756,12 +996,12 @@ putpath_put(PutPath *self, PyObject *rec)
     if (Py_TYPE(cmf) != (PyTypeObject *)self->mf_type)
         FALLBACK;
     int64_t cpos, cfsz, cffo, mpo;
-    if (!I64_OK(MF(cmf, wrote_position), &cpos) || !I64_OK(MF(cmf, file_size), &cfsz) ||
-        !I64_OK(MF(cmf, file_from_offset), &cffo) ||
-        !I64_OK(keep(&sc, PyObject_GetAttr(cq, s_max_physic_offset)), &mpo))
+    if (!I64_OK(MF_B(cmf, wrote_position), &cpos) || !I64_OK(MF_B(cmf, file_size), &cfsz) ||
+        !I64_OK(MF_B(cmf, file_from_offset), &cffo) ||
+        !I64_OK(DGET_B(cq_dict, max_physic_offset), &mpo))
         FALLBACK;
-    PyObject *fcq = MF(cmf, first_create_in_queue);
-    int first_create = fcq ? PyObject_IsTrue(fcq) : -1;
+    PyObject *fcq = MF_B(cmf, first_create_in_queue);
+    int first_create = fcq == Py_True ? 1 : fcq == Py_False ? 0 : -1;
     if (first_create < 0 || cpos < 0 || cpos + 20 > cfsz || qoff > INT64_MAX / 20 ||
         cffo + cpos != qoff * 20 || offset + size <= mpo || (first_create && cpos == 0))
         FALLBACK;
@@ -783,13 +1023,19 @@ putpath_put(PutPath *self, PyObject *rec)
     }
 
     /* Body CRC through the same function as the Python path (zlib-ng's when installed). */
-    PyObject *crc_obj = keep(&sc, PyObject_CallOneArg(self->crc, body));
-    if (crc_obj == NULL || !PyLong_Check(crc_obj))
-        FALLBACK;
-    unsigned long crc_full = PyLong_AsUnsignedLongMask(crc_obj);
-    if (crc_full == (unsigned long)-1 && PyErr_Occurred())
-        FALLBACK;
-    int32_t crc = (int32_t)(crc_full & 0x7FFFFFFF);
+    int32_t crc;
+    if (self->crc_c != NULL && blen <= (Py_ssize_t)UINT32_MAX) {
+        crc = (int32_t)(self->crc_c(0, (const unsigned char *)PyBytes_AS_STRING(body),
+                                    (uint32_t)blen) & 0x7FFFFFFF);
+    } else {
+        PyObject *crc_obj = keep(&sc, PyObject_CallOneArg(self->crc, body));
+        if (crc_obj == NULL || !PyLong_Check(crc_obj))
+            FALLBACK;
+        unsigned long crc_full = PyLong_AsUnsignedLongMask(crc_obj);
+        if (crc_full == (unsigned long)-1 && PyErr_Occurred())
+            FALLBACK;
+        crc = (int32_t)(crc_full & 0x7FFFFFFF);
+    }
 
     /* The two mappings, held only while writing (an mmap with exports cannot close). The
      * clock and CRC calls above may have run Python code: the positions read before are
@@ -808,17 +1054,17 @@ putpath_put(PutPath *self, PyObject *rec)
 
     /* New values the attributes will take; allocated before writing so that a MemoryError
      * here still leaves everything untouched. */
-    PyObject *ts_obj = keep(&sc, PyLong_FromLongLong(ts));
-    PyObject *crc_v = keep(&sc, PyLong_FromLong(crc));
+    PyObject *ts_obj = keep(&sc, cached_int(&self->ic_ts, ts));
+    PyObject *crc_v = keep(&sc, cached_int(&self->ic_crc, crc));
     PyObject *off_obj = keep(&sc, PyLong_FromLongLong(offset));
     PyObject *qoff_obj = keep(&sc, PyLong_FromLongLong(qoff));
     PyObject *qnext = keep(&sc, PyLong_FromLongLong(qoff + 1));
-    PyObject *size_obj = keep(&sc, PyLong_FromLongLong(size));
+    PyObject *size_obj = keep(&sc, cached_int(&self->ic_size, size));
     PyObject *sf_obj = keep(&sc, PyLong_FromLongLong(sys_flag));
     PyObject *wp_next = keep(&sc, PyLong_FromLongLong(wp + size));
     PyObject *cpos_next = keep(&sc, PyLong_FromLongLong(cpos + 20));
     PyObject *mpo_next = keep(&sc, PyLong_FromLongLong(offset + size));
-    PyObject *tags_obj = keep(&sc, PyLong_FromLong(tags));
+    PyObject *tags_obj = keep(&sc, cached_int(&self->ic_tags, tags));
     if (!ts_obj || !crc_v || !off_obj || !qoff_obj || !qnext || !size_obj || !sf_obj ||
         !wp_next || !cpos_next || !mpo_next || !tags_obj)
         FALLBACK;
@@ -843,7 +1089,7 @@ putpath_put(PutPath *self, PyObject *rec)
     memcpy(p + 88, PyBytes_AS_STRING(body), (size_t)blen);
     memcpy(p + 88 + blen, PyBytes_AS_STRING(tb), (size_t)tblen);
     put_i16(p + 88 + blen + tblen, (int32_t)plen);
-    props_bytes(ps, props, p + 90 + blen + tblen); /* measured above: cannot fail now */
+    props_write(&pr, p + 90 + blen + tblen);
     /* Keep the compiler from moving the TOTALSIZE store before the others: a kill between
      * them must leave 0 there (the mapping is shared with the page cache). */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -861,7 +1107,7 @@ putpath_put(PutPath *self, PyObject *rec)
     /* Publish, in the Python path's terms. A failure from here on (MemoryError) is raised:
      * the bytes are in, a retry through Python would write the record twice. */
     const Py_ssize_t *ro = self->rec_off, *mo = self->mf_off;
-    if (PyDict_SetItem(self->table, key, qnext) < 0)
+    if (DICT_SET_H(self->table, key, qnext, khash) < 0)
         goto error;
     slot_set(mf, mo[M_wrote_position], wp_next);
     slot_set(mf, mo[M_last_modified], now);
@@ -874,7 +1120,7 @@ putpath_put(PutPath *self, PyObject *rec)
     slot_set(rec, ro[R_sys_flag], sf_obj);
     slot_set(cmf, mo[M_wrote_position], cpos_next);
     if (PyDict_SetItem(self->cl_dict, s_last_store_timestamp, ts_obj) < 0 ||
-        PyObject_SetAttr(cq, s_max_physic_offset, mpo_next) < 0)
+        PyDict_SetItem(cq_dict, s_max_physic_offset, mpo_next) < 0)
         goto error;
     if (PyList_GET_SIZE(self->listeners) > 0) {
         PyObject *args[5] = {topic, qid_obj, qoff_obj, tags_obj, rec};
@@ -887,14 +1133,7 @@ putpath_put(PutPath *self, PyObject *rec)
 
     /* The flush policy: under ASYNC_FLUSH without a reactor there is nothing to do. */
     PyObject *flushed = Py_None;
-    PyObject *active = DGET(self->flush_dict, active);
-    int act = active ? PyObject_IsTrue(active) : -1;
-    if (act < 0) {
-        if (!PyErr_Occurred())
-            PyErr_SetObject(PyExc_AttributeError, s_active);
-        goto error;
-    }
-    if (act && !(flushed = keep(&sc, PyObject_CallMethodNoArgs(self->flush, s_on_append))))
+    if (self->flush_active && !(flushed = keep(&sc, PyObject_CallMethodNoArgs(self->flush, s_on_append))))
         goto error;
     PyObject *one = keep(&sc, PyLong_FromLong(1));
     if (one == NULL)

@@ -11,6 +11,7 @@ The tests run both paths over the same records and compare the files byte for by
 from __future__ import annotations
 
 import logging
+import sys
 
 from broker import _native
 from broker.commitlog.bodycrc import crc32
@@ -32,6 +33,14 @@ def listener_failed(fn, exc: BaseException) -> None:
     log.error("arrival listener %r failed", fn, exc_info=exc)
 
 
+def _crc32_library() -> str | None:
+    """The shared library of zlib-ng's Python module when it provides ``crc32``: the C path
+    calls its ``zng_crc32`` directly (after checking it agrees with ``crc32``)."""
+    module = sys.modules.get(getattr(crc32, "__module__", None) or "")
+    path = getattr(module, "__file__", None)
+    return path if path and path.endswith(".so") else None
+
+
 def bind_native_put(store, python_put) -> bool:
     """Make ``store.put_message`` the C put path with ``python_put`` (the Python
     ``put_message`` bound to ``store``) as its fallback. False (nothing changed) when the
@@ -42,7 +51,7 @@ def bind_native_put(store, python_put) -> bool:
     path = native.PutPath(
         store, python_put, crc32, AppendMessageResult, PutMessageResult,
         AppendMessageStatus.PUT_OK, PutMessageStatus.PUT_OK, RMQ_SYS_SCHEDULE_TOPIC,
-        listener_failed, MessageRecord, MappedFile,
+        listener_failed, MessageRecord, MappedFile, _crc32_library(),
     )
     store.put_message = path.put
     return True
