@@ -1,10 +1,14 @@
 """Append throughput of the store against the floor of a bare mmap copy.
 
     .venv/bin/python bench/store_append.py [-n 100000] [--batch 1,64] [--props-str] [--profile]
+                                           [--python]
 
 Store: N messages of ``--body`` bytes through ``MessageStore.put_message`` under ASYNC_FLUSH
 (commitlog append + consume-queue dispatch; index entries are built after the loop and timed
-separately, as RocketMQ's reput thread builds them off the put path).
+separately, as RocketMQ's reput thread builds them off the put path). ``put_message`` is the C
+put path (``broker._native._store``) when the extension is built, the pure-Python one when it
+is not, under ``RMQ_EMU_NO_NATIVE=1`` or with ``--python``; the output names the one that ran.
+``put_messages`` (``--batch`` k > 1) is Python either way.
 Floor: the same records pre-encoded (``encode_record``, made before any timing), copied with
 slice assignment into a prewarmed mmap of the same size. Both files are preallocated and pre-touched before timing.
 Prints messages/s for both and the ratio store/floor (target >= 0.25, goal 0.5). Times are
@@ -31,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from twisted.internet.task import Clock  # noqa: E402
 
+from broker.commitlog.native_put import native_put_active  # noqa: E402
 from broker.commitlog.record import MessageRecord, encode_record  # noqa: E402
 from broker.store import MessageStore, MessageStoreConfig, PutMessageStatus  # noqa: E402
 
@@ -86,10 +91,12 @@ class Floor:
         os.close(self.fd)
 
 
-def run(root: str, records: list[MessageRecord], rounds: int, batch: int, profile: bool):
+def run(root: str, records: list[MessageRecord], rounds: int, batch: int, profile: bool,
+        python: bool = False):
     """Alternate store rounds and floor rounds over the same bytes (the machine is shared:
     interleaving exposes both to the same load), then build the queued index entries.
-    Returns (store s, index s, floor s, record size)."""
+    ``python``: the pure-Python put_message even when the C path is built.
+    Returns (store s, index s, floor s, record size, put path name)."""
     clock = Clock()
     clock.advance(time.time())
     total = sum(len(r.body) + 200 for r in records)
@@ -100,6 +107,9 @@ def run(root: str, records: list[MessageRecord], rounds: int, batch: int, profil
                              mapped_file_size_commitlog=size,
                              max_hash_slot_num=500_000, max_index_num=2_000_000)
     store = MessageStore(cfg, clock)
+    if python:
+        vars(store).pop("put_message", None)  # the class's pure-Python method
+    path = "native C" if native_put_active(store) else "pure Python"
     assert store.load()
     store.start()  # creates and preallocates the first commitlog file
     # Pre-touch all of it, as the floor's file: without a reactor the store's warm-ahead timer
@@ -145,7 +155,7 @@ def run(root: str, records: list[MessageRecord], rounds: int, batch: int, profil
     rec_size = mf.wrote_position // len(records)
     floor.close()
     store.shutdown()
-    return t_store, t_index, t_floor, rec_size
+    return t_store, t_index, t_floor, rec_size, path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated modes: 1 = put_message, k > 1 = put_messages batches "
                          "of k (default 1,64)")
     ap.add_argument("--dir", default=None, help="scratch directory (default: a temp dir)")
+    ap.add_argument("--python", action="store_true",
+                    help="the pure-Python put_message even when the C extension is built")
     args = ap.parse_args(argv)
     for batch in (int(b) for b in args.batch.split(",")):
         root = tempfile.mkdtemp(prefix="store-bench-", dir=args.dir)
@@ -170,23 +182,24 @@ def main(argv: list[str] | None = None) -> int:
             # 100k of them (and their dicts) on every full collection during the timed loops.
             gc.collect()
             gc.freeze()
-            t_store, t_index, t_floor, rec_size = run(root, records, args.rounds, batch,
-                                                      args.profile)
+            t_store, t_index, t_floor, rec_size, path = run(
+                root, records, args.rounds, batch, args.profile, args.python)
         finally:
             gc.unfreeze()
             shutil.rmtree(root, ignore_errors=True)
-        report(args, batch, rec_size, t_store, t_index, t_floor)
+        report(args, batch, rec_size, t_store, t_index, t_floor,
+               path if batch == 1 else "pure Python")
     return 0
 
 
 def report(args, batch: int, rec_size: int, t_store: float, t_index: float,
-           t_floor: float) -> None:
+           t_floor: float, path: str) -> None:
     n = args.n
     store_rate = n / t_store
     floor_rate = n / t_floor
     how = f"put_messages x{batch}" if batch > 1 else "put_message"
     print(f"messages: {n} x {args.body} B body ({rec_size} B records), ASYNC_FLUSH, {how}, "
-          f"properties {'string' if args.props_str else 'map'}")
+          f"properties {'string' if args.props_str else 'map'}; {path} put path")
     print(f"  store {how:18s}: {store_rate:12,.0f} msg/s  ({t_store * 1e6 / n:.2f} us/msg)")
     print(f"  floor mmap copy         : {floor_rate:12,.0f} msg/s  "
           f"({t_floor * 1e6 / n:.2f} us/msg)")
