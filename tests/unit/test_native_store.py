@@ -147,6 +147,25 @@ def test_native_and_python_paths_write_identical_stores(tmp_path_factory, data):
         assert content == python[3][name], name
 
 
+def _many_props(i):
+    return {f"p{k}": f"v{k}-{i}-é" for k in range(40)}
+
+
+@pytest.mark.parametrize("make", [
+    lambda i: MessageRecord(topic="T", body=b"b" * i, properties=_many_props(i)),
+    lambda i: MessageRecord(topic="T", body=b"", properties={"TAGS": "t", "big": "x" * (
+        32760 if i == 3 else 10)}),
+    lambda i: MessageRecord(topic="主题", body=bytes(range(256)) * 3, queue_id=i % 3,
+                            properties={"TAGS": "标签\U0001F600", "KEYS": "ключ"}),
+], ids=["40-properties", "properties-over-32767", "non-ascii"])
+def test_identical_bytes_for_unusual_records(tmp_path, make):
+    """More properties than the C path collects at once, a properties string over the
+    limit, non-ASCII topic / tags / keys: the same files and results on both paths."""
+    recs = [make(i) for i in range(8)]
+    native, python = put_both(tmp_path, recs, [0.001] * len(recs), cl_size=1 << 17)
+    assert native == python
+
+
 def plain(i, topic="T", qid=0, **kw):
     props = {"UNIQ_KEY": f"U{i:06d}", "TAGS": "TagA", "KEYS": f"k{i}"}
     return MessageRecord(topic=topic, body=b"b%d" % i * 30, queue_id=qid, properties=props,
