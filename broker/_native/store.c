@@ -35,6 +35,12 @@
 #define DICT_SET_H(d, k, v, h) PyDict_SetItem((d), (k), (v))
 #endif
 
+/* CPython 3.11's dict version tag (changed by every mutation of the dict): lets the C path
+ * keep the store's flags between puts while the store's __dict__ is untouched. */
+#if PY_VERSION_HEX < 0x030C0000
+#define DICT_VERSION(d) (((PyDictObject *)(d))->ma_version_tag)
+#endif
+
 /* zlib-ng's CRC-32 (the function behind zlib_ng.crc32), called directly when its module
  * exports it and agrees with the Python function on a probe. */
 typedef uint32_t (*crc32_fn)(uint32_t, const unsigned char *, uint32_t);
@@ -323,6 +329,14 @@ typedef struct {
     int64_t v;
 } IntCache;
 
+/* The store's own attributes a put reads, as of store __dict__ version `version` (0: not
+ * read yet; without DICT_VERSION they are read again at every put). Strong references,
+ * NULL for a missing attribute. */
+typedef struct {
+    uint64_t version;
+    PyObject *running, *behind, *pending, *limit, *call;
+} StoreState;
+
 typedef struct {
     PyObject_HEAD
     /* Given by the caller. */
@@ -350,6 +364,7 @@ typedef struct {
      * as ints: consecutive puts often share them (ints are immutable, so sharing one
      * object is as good as a new one, minus the allocation). */
     IntCache ic_ts, ic_size, ic_crc, ic_tags;
+    StoreState st;
 } PutPath;
 
 #define FIELDS(X)                                                                            \
@@ -364,6 +379,11 @@ putpath_traverse(PutPath *self, visitproc visit, void *arg)
 #define VISIT(f) Py_VISIT(self->f);
     FIELDS(VISIT)
 #undef VISIT
+    Py_VISIT(self->st.running);
+    Py_VISIT(self->st.behind);
+    Py_VISIT(self->st.pending);
+    Py_VISIT(self->st.limit);
+    Py_VISIT(self->st.call);
     for (int i = 0; i < QCACHE; i++) {
         Py_VISIT(self->qc[i].key);
         Py_VISIT(self->qc[i].cq);
@@ -379,6 +399,12 @@ putpath_clear(PutPath *self)
 #define CLEAR(f) Py_CLEAR(self->f);
     FIELDS(CLEAR)
 #undef CLEAR
+    Py_CLEAR(self->st.running);
+    Py_CLEAR(self->st.behind);
+    Py_CLEAR(self->st.pending);
+    Py_CLEAR(self->st.limit);
+    Py_CLEAR(self->st.call);
+    self->st.version = 0;
     Py_CLEAR(self->ic_ts.obj);
     Py_CLEAR(self->ic_size.obj);
     Py_CLEAR(self->ic_crc.obj);
@@ -596,19 +622,67 @@ call_listeners(PutPath *self, PyObject *const *args)
     return 0;
 }
 
-/* A store attribute (new reference), AttributeError when missing: the Python path would
- * raise it too. */
-static PyObject *
-store_attr(PutPath *self, PyObject *name)
+/* Make `self->st` current: read again unless the store's __dict__ is unchanged since. */
+static int
+state_get(PutPath *self)
 {
-    PyObject *v = PyDict_GetItemWithError(self->store_dict, name);
-    if (v == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetObject(PyExc_AttributeError, name);
+    PyObject *d = self->store_dict;
+#ifdef DICT_VERSION
+    uint64_t v0 = DICT_VERSION(d);
+    if (self->st.version != 0 && v0 == self->st.version)
+        return 0;
+#endif
+    PyObject **slots[5] = {&self->st.running, &self->st.behind, &self->st.pending,
+                           &self->st.limit, &self->st.call};
+    PyObject *names[5] = {s_running, s__dispatch_behind, s__index_pending,
+                          s_index_drain_limit, s__index_call};
+    self->st.version = 0;
+    for (int i = 0; i < 5; i++) {
+        PyObject *v = PyDict_GetItemWithError(d, names[i]);
+        if (v == NULL && PyErr_Occurred())
+            return -1;
+        Py_XSETREF(*slots[i], Py_XNewRef(v));
+    }
+#ifdef DICT_VERSION
+    /* The version from before the reads: had a dealloc above changed the dict, the next
+     * put reads it again. */
+    self->st.version = v0;
+#endif
+    return 0;
+}
+
+/* store.<name> = v, keeping `self->st` current when it was (`slot`: its copy, or NULL). */
+static int
+store_set(PutPath *self, PyObject *name, PyObject *v, PyObject **slot)
+{
+    PyObject *d = self->store_dict;
+#ifdef DICT_VERSION
+    int was_current = self->st.version != 0 && DICT_VERSION(d) == self->st.version;
+#endif
+    if (PyDict_SetItem(d, name, v) < 0)
+        return -1;
+#ifdef DICT_VERSION
+    if (was_current) {
+        if (slot != NULL)
+            Py_XSETREF(*slot, Py_NewRef(v));
+        self->st.version = DICT_VERSION(d);
+    }
+#endif
+    return 0;
+}
+
+/* A store attribute from `self->st` (new reference), AttributeError when missing: the
+ * Python path would raise it too. */
+static PyObject *
+state_attr(PutPath *self, PyObject *const *slot, PyObject *name)
+{
+    if (state_get(self) < 0)
+        return NULL;
+    if (*slot == NULL) {
+        PyErr_SetObject(PyExc_AttributeError, name);
         return NULL;
     }
-    Py_INCREF(v);
-    return v;
+    return Py_NewRef(*slot);
 }
 
 /* Queue the record for the index as _dispatch does: drained inline past the limit, else on
@@ -619,7 +693,7 @@ queue_index(PutPath *self, PyObject *rec)
     PyObject *store = self->store;
     if (!self->has_index)
         return 0;
-    PyObject *pending = store_attr(self, s__index_pending);
+    PyObject *pending = state_attr(self, &self->st.pending, s__index_pending);
     if (pending == NULL)
         return -1;
     int rc = -1;
@@ -636,7 +710,7 @@ queue_index(PutPath *self, PyObject *rec)
         Py_DECREF(a);
     }
     Py_ssize_t n = PyObject_Length(pending);
-    if (n < 0 || !(limit = store_attr(self, s_index_drain_limit)))
+    if (n < 0 || !(limit = state_attr(self, &self->st.limit, s_index_drain_limit)))
         goto done;
     int over;
     if (PyLong_CheckExact(limit)) {
@@ -655,10 +729,10 @@ queue_index(PutPath *self, PyObject *rec)
         rc = 0;
         goto done;
     }
-    if (!(call = store_attr(self, s__index_call)))
+    if (!(call = state_attr(self, &self->st.call, s__index_call)))
         goto done;
     if (call == Py_None && reactor != Py_None) {
-        if (!(running = store_attr(self, s_running)))
+        if (!(running = state_attr(self, &self->st.running, s_running)))
             goto done;
         int truth = PyObject_IsTrue(running);
         if (truth < 0)
@@ -671,7 +745,7 @@ queue_index(PutPath *self, PyObject *rec)
                 goto done;
             r = PyObject_CallMethodObjArgs(reactor, s_callLater, zero, drain, NULL);
             Py_DECREF(zero);
-            if (r == NULL || PyDict_SetItem(self->store_dict, s__index_call, r) < 0)
+            if (r == NULL || store_set(self, s__index_call, r, &self->st.call) < 0)
                 goto done;
         }
     }
@@ -821,13 +895,13 @@ putpath_put(PutPath *self, PyObject *rec)
     /* --- checks: nothing below changes any state until "side effects" ------------------- */
     if (Py_TYPE(rec) != (PyTypeObject *)self->rec_type)
         FALLBACK;
-    if (DGET_B(self->store_dict, running) != Py_True)
+    if (state_get(self) < 0 || self->st.running != Py_True || self->st.behind != Py_None)
         FALLBACK;
     PyObject *body = REC(body);
     if (body == NULL || !PyBytes_CheckExact(body))
         FALLBACK;
     Py_ssize_t blen = PyBytes_GET_SIZE(body);
-    if (blen > self->max_body || DGET_B(self->store_dict, _dispatch_behind) != Py_None)
+    if (blen > self->max_body)
         FALLBACK;
 
     /* Hosts: (born bytes, store bytes, V6 flags, both IPv4) from the encoder's pair cache
@@ -1128,7 +1202,7 @@ putpath_put(PutPath *self, PyObject *rec)
             goto error;
     }
     if (queue_index(self, rec) < 0 ||
-        PyDict_SetItem(self->store_dict, s_last_dispatched_timestamp, ts_obj) < 0)
+        store_set(self, s_last_dispatched_timestamp, ts_obj, NULL) < 0)
         goto error;
 
     /* The flush policy: under ASYNC_FLUSH without a reactor there is nothing to do. */
