@@ -17,6 +17,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h> /* T_OBJECT_EX, READONLY: MessageRecord's slot members */
 #include <stdint.h>
 #include <string.h>
 
@@ -29,6 +30,8 @@
 #define KEY_CACHE 16        /* property names seen (UNIQ_KEY, TAGS, KEYS...): reused str objects */
 #define KEY_CACHE_MAXLEN 64
 #define MAX_DECLINE_KEYS 16 /* TRAN_MSG + the schedule keys */
+#define REC_ARGS 10         /* the fields plain_v2_record passes to MessageRecord(...) */
+#define REC_MAX_FIELDS 32
 
 typedef struct {
     unsigned char *p;
@@ -41,6 +44,12 @@ typedef struct {
     /* Given at construction (see send_fast.py). */
     PyObject *fused;        /* the FusedSendV2: processor, ctx, template, _general_answer */
     PyObject *record_cls;   /* MessageRecord */
+    /* MessageRecord built by filling its slots as its dataclass __init__ does (no argument
+     * tuple, no Python frame): each field's slot offset, the defaults of the fields after the
+     * first REC_ARGS. rec_n == 0: call the class instead. */
+    Py_ssize_t rec_off[REC_MAX_FIELDS];
+    int rec_n;
+    PyObject *rec_defaults;
     PyObject *put_ok;       /* PutMessageStatus.PUT_OK */
     PyObject *not_allowed;  /* NOT_ALLOWED_SEND_TOPICS */
     PyObject *retry_prefix; /* "%RETRY%" */
@@ -225,6 +234,48 @@ static PyObject *build_props(Sender *s, sv_t text, PyObject *cluster, int *error
     }
     if (PyDict_SetItem(d, s->cluster_key, cluster) < 0) { Py_DECREF(d); *error = 1; return NULL; }
     return d;
+}
+
+/* MessageRecord(*vals[:REC_ARGS]) (new reference). */
+static PyObject *make_record(Sender *s, PyObject *const *vals) {
+    if (s->rec_n == 0) return PyObject_Vectorcall(s->record_cls, vals, REC_ARGS, NULL);
+    PyTypeObject *tp = (PyTypeObject *)s->record_cls;
+    PyObject *o = tp->tp_alloc(tp, 0); /* zeroed slots: safe for the GC to traverse */
+    if (o == NULL) return NULL;
+    for (int i = 0; i < s->rec_n; i++) {
+        PyObject *v = i < REC_ARGS ? vals[i] : PyTuple_GET_ITEM(s->rec_defaults, i - REC_ARGS);
+        Py_INCREF(v);
+        *(PyObject **)((char *)o + s->rec_off[i]) = v;
+    }
+    return o;
+}
+
+/* Accept (descriptors, defaults) for make_record's direct path: every descriptor a writable
+ * object slot of record_cls, which must be created by object.__new__; else keep the call. */
+static int record_layout(Sender *s, PyObject *record_cls, PyObject *slots, PyObject *defaults) {
+    if (slots == Py_None) return 0;
+    if (!PyType_Check(record_cls) || !PyTuple_Check(slots) || !PyTuple_Check(defaults)) {
+        PyErr_SetString(PyExc_TypeError, "record_slots and record_defaults must be tuples");
+        return -1;
+    }
+    PyTypeObject *tp = (PyTypeObject *)record_cls;
+    Py_ssize_t n = PyTuple_GET_SIZE(slots);
+    if (n < REC_ARGS || n > REC_MAX_FIELDS || PyTuple_GET_SIZE(defaults) != n - REC_ARGS
+        || tp->tp_new != PyBaseObject_Type.tp_new)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PyTuple_GET_ITEM(slots, i);
+        if (!Py_IS_TYPE(d, &PyMemberDescr_Type)) return 0;
+        PyMemberDescrObject *md = (PyMemberDescrObject *)d;
+        if (md->d_common.d_type != tp || md->d_member->type != T_OBJECT_EX
+            || (md->d_member->flags & READONLY))
+            return 0;
+        s->rec_off[i] = md->d_member->offset;
+    }
+    Py_INCREF(defaults);
+    s->rec_defaults = defaults;
+    s->rec_n = (int)n;
+    return 0;
 }
 
 /* --- per-run state ------------------------------------------------------------------------- */
@@ -553,8 +604,9 @@ static int handle(Sender *s, run_t *r, const unsigned char *src, Py_ssize_t star
     if (body && qo && fo && so && bo && to) {
         /* MessageRecord(topic, body, queue_id, flag, props, sys_flag, born, peer, store_host,
          * reconsume_times): the same positional call plain_v2_record makes. */
-        PyObject *args[10] = {topic, body, qo, fo, props, so, bo, r->peer, r->store_host, to};
-        record = PyObject_Vectorcall(s->record_cls, args, 10, NULL);
+        PyObject *args[REC_ARGS] = {topic, body, qo, fo, props, so, bo, r->peer, r->store_host,
+                                    to};
+        record = make_record(s, args);
     }
     Py_XDECREF(qo);
     Py_XDECREF(fo);
@@ -758,12 +810,14 @@ static PyObject *Sender_take_failure(Sender *s, PyObject *unused) {
 
 static int Sender_init(Sender *s, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"fused", "record_cls", "put_ok", "not_allowed", "retry_prefix",
-                             "multi_tag", "cluster_key", "wait_key", "decline_keys", NULL};
+                             "multi_tag", "cluster_key", "wait_key", "decline_keys",
+                             "record_slots", "record_defaults", NULL};
     PyObject *fused, *record_cls, *put_ok, *not_allowed, *retry_prefix, *multi_tag, *cluster_key,
-        *wait_key, *decline_keys;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOUUUUO", kwlist, &fused, &record_cls, &put_ok,
-                                     &not_allowed, &retry_prefix, &multi_tag, &cluster_key,
-                                     &wait_key, &decline_keys))
+        *wait_key, *decline_keys, *record_slots = Py_None, *record_defaults = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOUUUUO|OO", kwlist, &fused, &record_cls,
+                                     &put_ok, &not_allowed, &retry_prefix, &multi_tag,
+                                     &cluster_key, &wait_key, &decline_keys, &record_slots,
+                                     &record_defaults))
         return -1;
     if (s->fused != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Sender already initialised");
@@ -788,6 +842,7 @@ static int Sender_init(Sender *s, PyObject *args, PyObject *kw) {
     }
     Py_DECREF(seq);
     if (bkey_set(&s->wait_key, wait_key) < 0) return -1;
+    if (record_layout(s, record_cls, record_slots, record_defaults) < 0) return -1;
     s->java = PyUnicode_InternFromString("JAVA");
     if (s->java == NULL) return -1;
 #define KEEP(f) Py_INCREF(f); s->f = f
@@ -808,6 +863,7 @@ static int Sender_traverse(Sender *s, visitproc visit, void *arg) {
     Py_VISIT(s->put_ok);
     Py_VISIT(s->not_allowed);
     Py_VISIT(s->failure);
+    Py_VISIT(s->rec_defaults);
     Py_VISIT(s->t_host);
     Py_VISIT(s->t_region);
     Py_VISIT(s->t_trace);
@@ -823,6 +879,7 @@ static int Sender_clear(Sender *s) {
     Py_CLEAR(s->multi_tag);
     Py_CLEAR(s->cluster_key);
     Py_CLEAR(s->failure);
+    Py_CLEAR(s->rec_defaults);
     Py_CLEAR(s->t_host);
     Py_CLEAR(s->t_region);
     Py_CLEAR(s->t_trace);
@@ -854,6 +911,12 @@ static PyMethodDef Sender_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyMemberDef Sender_members[] = {
+    {"record_fields", T_INT, offsetof(Sender, rec_n), READONLY,
+     "fields of a MessageRecord filled directly (0: the class is called)"},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyTypeObject SenderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "broker._native._send.Sender",
@@ -866,6 +929,7 @@ static PyTypeObject SenderType = {
     .tp_traverse = (traverseproc)Sender_traverse,
     .tp_clear = (inquiry)Sender_clear,
     .tp_methods = Sender_methods,
+    .tp_members = Sender_members,
 };
 
 /* parse_header(header: bytes) -> dict | None: what the C reader makes of a header (tests). */

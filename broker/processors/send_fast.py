@@ -20,6 +20,7 @@ fully understand come back to the Python path unchanged; see ``broker/_native/se
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from typing import Any
 
@@ -47,6 +48,28 @@ _str = str
 native_send = _native.send
 
 
+def record_layout() -> tuple[tuple, tuple] | tuple[None, None]:
+    """MessageRecord's slot descriptors in field order and the defaults of the fields after
+    the ten ``plain_v2_record`` passes, so C can build a record as its dataclass ``__init__``
+    does; (None, None) (C calls the class) if the record is not such a plain slots dataclass:
+    a hand-written or post-init hook, a default factory among those fields."""
+    cls = MessageRecord
+    fields = dataclasses.fields(cls)
+    init = cls.__dict__.get("__init__")
+    if (init is None or getattr(init, "__code__", None) is None
+            or init.__code__.co_filename != "<string>"  # dataclass-generated
+            or hasattr(cls, "__post_init__") or len(fields) <= 10):
+        return None, None
+    defaults = []
+    for f in fields[10:]:
+        if not f.init or f.default is dataclasses.MISSING:
+            return None, None
+        defaults.append(f.default)
+    if any(not f.init for f in fields[:10]):
+        return None, None
+    return tuple(cls.__dict__[f.name] for f in fields), tuple(defaults)
+
+
 class FusedSendV2:
     """``fused(header_obj, buf, body_start, body_end, conn) -> bytes | None`` for one
     processor (see ``RequestDispatcher.register_fused``)."""
@@ -69,7 +92,7 @@ class FusedSendV2:
             self.native = native_send.Sender(
                 self, MessageRecord, _PUT_OK, NOT_ALLOWED_SEND_TOPICS, RETRY_GROUP_TOPIC_PREFIX,
                 MULTI_TAG, PROPERTY_CLUSTER, PROPERTY_WAIT_STORE_MSG_OK,
-                sorted(SCHEDULE_KEYS | {PROPERTY_TRANSACTION_PREPARED}))
+                sorted(SCHEDULE_KEYS | {PROPERTY_TRANSACTION_PREPARED}), *record_layout())
 
     def _template(self) -> None:
         """Response header pieces around msgId..opaque (the JSON ``encode_json_header`` writes

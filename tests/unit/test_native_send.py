@@ -427,3 +427,24 @@ def test_complete_frame_over_max_length_closes_the_connection(tmp_path):
     c, py = pair.outcomes()
     assert c == py
     assert c[0].count(b'"code":0,') == 2 and pair.c.transport.disconnecting
+
+
+def test_records_equal_those_of_the_python_path(tmp_path):
+    """The MessageRecord C builds (slots filled directly) equals plain_v2_record's, field by
+    field, for a plain request."""
+    pair = Pair(tmp_path)
+    pair.feed(plain_frame(opaque=1))
+    assert pair.c.dispatcher.native_fused().record_fields == len(
+        send_fast.dataclasses.fields(send_fast.MessageRecord))
+    seen = {}
+
+    def capture(b):
+        real = b.ctx.store.put_message
+        seen[b] = []
+        b.ctx.store.put_message = lambda rec: seen[b].append(repr(rec)) or real(rec)
+    pair.each(capture)
+    pair.feed(plain_frame(opaque=2, queue_id=3, props={"TAGS": "t", "KEYS": "k"})
+              + json_frame(dict(BASE, j="2", h="5", f="1", i="TAGS\x01x"), b"b", opaque=3))
+    assert seen[pair.c] == seen[pair.py] and len(seen[pair.c]) == 2
+    c, py = pair.outcomes()
+    assert c == py
