@@ -92,13 +92,17 @@ class Floor:
 
 
 def run(root: str, records: list[MessageRecord], rounds: int, batch: int, profile: bool,
-        python: bool = False):
+        python: bool = False, reactor_clock: bool = False):
     """Alternate store rounds and floor rounds over the same bytes (the machine is shared:
     interleaving exposes both to the same load), then build the queued index entries.
-    ``python``: the pure-Python put_message even when the C path is built.
+    ``python``: the pure-Python put_message even when the C path is built;
+    ``reactor_clock``: the store's clock is the reactor, as in the broker.
     Returns (store s, index s, floor s, record size, put path name)."""
-    clock = Clock()
-    clock.advance(time.time())
+    if reactor_clock:
+        from twisted.internet import reactor as clock
+    else:
+        clock = Clock()
+        clock.advance(time.time())
     total = sum(len(r.body) + 200 for r in records)
     size = 1 << 30
     while size < total:
@@ -171,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated modes: 1 = put_message, k > 1 = put_messages batches "
                          "of k (default 1,64)")
     ap.add_argument("--dir", default=None, help="scratch directory (default: a temp dir)")
+    ap.add_argument("--clock", choices=("task", "reactor"), default="task",
+                    help="the store's clock: twisted's task.Clock (default; its seconds() is "
+                         "a Python method) or the reactor, as the broker passes it (seconds() "
+                         "is time.time)")
     ap.add_argument("--python", action="store_true",
                     help="the pure-Python put_message even when the C extension is built")
     args = ap.parse_args(argv)
@@ -183,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
             gc.collect()
             gc.freeze()
             t_store, t_index, t_floor, rec_size, path = run(
-                root, records, args.rounds, batch, args.profile, args.python)
+                root, records, args.rounds, batch, args.profile, args.python,
+                args.clock == "reactor")
         finally:
             gc.unfreeze()
             shutil.rmtree(root, ignore_errors=True)
@@ -199,7 +208,8 @@ def report(args, batch: int, rec_size: int, t_store: float, t_index: float,
     floor_rate = n / t_floor
     how = f"put_messages x{batch}" if batch > 1 else "put_message"
     print(f"messages: {n} x {args.body} B body ({rec_size} B records), ASYNC_FLUSH, {how}, "
-          f"properties {'string' if args.props_str else 'map'}; {path} put path")
+          f"properties {'string' if args.props_str else 'map'}; {path} put path, "
+          f"{args.clock} clock")
     print(f"  store {how:18s}: {store_rate:12,.0f} msg/s  ({t_store * 1e6 / n:.2f} us/msg)")
     print(f"  floor mmap copy         : {floor_rate:12,.0f} msg/s  "
           f"({t_floor * 1e6 / n:.2f} us/msg)")
