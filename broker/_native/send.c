@@ -236,6 +236,24 @@ static PyObject *build_props(Sender *s, sv_t text, PyObject *cluster, int *error
     return d;
 }
 
+/* ``seq[i]`` as Python evaluates it (new reference). The store's results are tuple subclasses:
+ * PySequence_GetItem would go through their generic __getitem__ slot wrapper (a method lookup
+ * and a call per item), so a tuple whose __getitem__ is tuple's own is indexed directly. */
+static PyObject *item(PyObject *seq, Py_ssize_t i) {
+    if (PyTuple_Check(seq) && Py_TYPE(seq)->tp_as_mapping != NULL
+        && Py_TYPE(seq)->tp_as_mapping->mp_subscript == PyTuple_Type.tp_as_mapping->mp_subscript
+        && i < PyTuple_GET_SIZE(seq)) {
+        PyObject *v = PyTuple_GET_ITEM(seq, i);
+        Py_INCREF(v);
+        return v;
+    }
+    PyObject *key = PyLong_FromSsize_t(i);
+    if (key == NULL) return NULL;
+    PyObject *v = PyObject_GetItem(seq, key);
+    Py_DECREF(key);
+    return v;
+}
+
 /* MessageRecord(*vals[:REC_ARGS]) (new reference). */
 static PyObject *make_record(Sender *s, PyObject *const *vals) {
     if (s->rec_n == 0) return PyObject_Vectorcall(s->record_cls, vals, REC_ARGS, NULL);
@@ -625,7 +643,7 @@ static int handle(Sender *s, run_t *r, const unsigned char *src, Py_ssize_t star
     Py_DECREF(record);
     if (result == NULL) { Py_DECREF(body); return set_failure(s, hs, he, src + end); }
     if (PyList_GET_SIZE(out) != n_out && out_flush(s, out, n_out) < 0) goto error;
-    PyObject *status = PySequence_GetItem(result, 0);
+    PyObject *status = item(result, 0);
     if (status == NULL) goto error;
     int ok = status == s->put_ok;
     Py_DECREF(status);
@@ -661,9 +679,9 @@ static int handle(Sender *s, run_t *r, const unsigned char *src, Py_ssize_t star
     }
     r->st_count += 1;
     r->st_size += body_len;
-    PyObject *append = PySequence_GetItem(result, 1);
+    PyObject *append = item(result, 1);
     if (append == NULL) goto error;
-    PyObject *wo = PySequence_GetItem(append, 1), *qoff = wo ? PySequence_GetItem(append, 4) : NULL;
+    PyObject *wo = item(append, 1), *qoff = wo ? item(append, 4) : NULL;
     Py_DECREF(append);
     if (qoff == NULL) { Py_XDECREF(wo); goto error; }
     int o1 = 0, o2 = 0;
