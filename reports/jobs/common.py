@@ -12,8 +12,14 @@ from reports.datasource_consumequeue import FORMAT_NAME as CONSUMEQUEUE
 
 
 def commitlog(spark: SparkSession, store: str, columns: list[str]) -> DataFrame:
-    """The commitlog rows of ``store`` with only ``columns`` decoded (plus ``_error``)."""
-    return spark.read.format(COMMITLOG).option("columns", ",".join(columns)).load(store)
+    """The commitlog rows of ``store`` with only ``columns`` decoded (plus ``_error``), in
+    equal partitions, a whole number of waves over the session's cores."""
+    return (
+        spark.read.format(COMMITLOG)
+        .option("columns", ",".join(columns))
+        .option("minPartitions", str(spark.sparkContext.defaultParallelism))
+        .load(store)
+    )
 
 
 def consume_queues(spark: SparkSession, store: str) -> DataFrame:

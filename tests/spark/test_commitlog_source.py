@@ -118,6 +118,71 @@ def test_byte_range_partitions_inside_files_read_each_record_once(spark, store):
     assert rows == [(r.physical_offset, r.topic) for r in store.records]
 
 
+def test_partitions_are_equal_shares_across_files(store):
+    """minPartitions=3 cuts the files end to end into 3 equal partitions covering each file's
+    written ranges once, in order, some partition spanning a file boundary."""
+    from reports.datasource_commitlog import plan_partitions, plan_ranges
+
+    parts = plan_partitions(store.root, 10**9, min_partitions=3)
+    assert len(parts) == 3
+    sizes = [sum(r.stop - r.start for r in p.ranges) for p in parts]
+    assert max(sizes) - min(sizes) < len(parts)  # ceil(total / 3): the last is short
+    assert any(len({r.path for r in p.ranges}) > 1 for p in parts)
+    pieces = [(r.path, r.start, r.stop) for p in parts for r in p.ranges]
+    by_file: dict[str, list[tuple[int, int]]] = {}
+    for path, start, stop in pieces:
+        by_file.setdefault(path, []).append((start, stop))
+    whole = {r.path: r.stop for r in plan_ranges(store.root, 10**9)}
+    for path, spans in by_file.items():
+        assert spans[0][0] == 0 and spans[-1][1] == whole[path]
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+
+
+def test_whole_waves_of_partitions(store):
+    """The partition count is a multiple of minPartitions, each under maxPartitionBytes."""
+    from reports.datasource_commitlog import plan_partitions
+
+    for min_parts in (1, 2, 5):
+        parts = plan_partitions(store.root, 700, min_partitions=min_parts)
+        assert len(parts) % min_parts == 0
+        assert all(sum(r.stop - r.start for r in p.ranges) <= 700 for p in parts)
+
+
+@pytest.mark.parametrize("min_parts", [1, 2, 3, 7])
+def test_cross_file_partitions_read_each_record_once(spark, store, min_parts):
+    """Equal-share partitions spanning files yield every record exactly once."""
+    df = _load(
+        spark, store.root, columns="physicalOffset,file", maxPartitionBytes=10**9,
+        minPartitions=min_parts,
+    )
+    assert df.rdd.getNumPartitions() == min_parts
+    rows = sorted((r.physicalOffset, r.file) for r in df.collect())
+    assert rows == [
+        (r.physical_offset, f"{r.physical_offset - r.physical_offset % 2048:020d}")
+        for r in store.records
+    ]
+
+
+@pytest.mark.parametrize(
+    "ddl",
+    [
+        "topic string",
+        "queueId int, bornTimestamp timestamp, bornHost string",
+        "uniqKey string, tags string, keys array<string>",
+        "body binary, bodyCRC int, physicalOffset bigint",
+        "delayLevel int, storeTimestamp timestamp, offsetMsgId string",
+    ],
+)
+def test_user_schema_reads_the_same_values_as_the_full_read(spark, store, ddl):
+    """A narrow user schema decodes only its columns, with the full read's values for them."""
+    names = [part.split()[0] for part in ddl.split(",")]
+    full = _load(spark, store.root).select(*names).collect()
+    narrow = spark.read.format("rocketmq-commitlog").schema(ddl).load(store.root)
+    assert narrow.columns == names
+    key = repr
+    assert sorted(map(key, narrow.collect())) == sorted(map(key, full))
+
+
 def test_projection_decodes_the_same_values(spark, store):
     """A `columns` projection and a user schema give the values that were stored."""
     sent = sorted((r.topic, r.queue_offset) for r in store.records)
@@ -142,9 +207,10 @@ def _corrupt_copy(store, tmp_path, victim_index: int) -> tuple[str, int]:
 def test_corrupt_record_is_reported_with_file_and_offset(spark, store, tmp_path):
     """A broken record becomes one _error row naming file and position; the rest is read."""
     root, offset = _corrupt_copy(store, tmp_path, 5)
-    for mpb in (10**9, 300):
+    for mpb, min_parts in ((10**9, 1), (300, 2), (10**9, 3)):
         rows = _load(
-            spark, root, columns="physicalOffset,file,filePosition", maxPartitionBytes=mpb
+            spark, root, columns="physicalOffset,file,filePosition", maxPartitionBytes=mpb,
+            minPartitions=min_parts,
         ).collect()
         errors = [r for r in rows if r._error is not None]
         assert len(errors) == 1
@@ -193,19 +259,19 @@ def test_consumequeue_source_lists_every_dispatched_unit(spark, store):
 
 def test_planning_leaves_out_the_zero_tail(store, tmp_path):
     """Ranges past the last file's written end are not planned; a damaged tail keeps them."""
-    from reports.datasource_commitlog import plan_partitions
+    from reports.datasource_commitlog import plan_ranges
 
     last = sorted(os.listdir(os.path.join(store.root, "commitlog")))[-1]
     tail = max(store.records, key=lambda r: r.physical_offset)
     start = tail.physical_offset - int(last)
-    parts = [p for p in plan_partitions(store.root, 100) if p.path.endswith(last)]
+    parts = [p for p in plan_ranges(store.root, 100) if p.path.endswith(last)]
     assert parts[-1].stop == start + 1 and parts[0].start == 0
     root = str(tmp_path / "tail")
     shutil.copytree(store.root, root)
     with open(os.path.join(root, "commitlog", last), "r+b") as fh:
         fh.seek(start + tail.total_size)
         fh.write(b"\xff" * 8)  # garbage right after the last record: not a clean end
-    parts = [p for p in plan_partitions(root, 100) if p.path.endswith(last)]
+    parts = [p for p in plan_ranges(root, 100) if p.path.endswith(last)]
     assert parts[-1].stop == 2048
 
 
