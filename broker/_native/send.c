@@ -77,6 +77,10 @@ typedef struct {
     size_t arena_cap;
     char *out; /* responses of this run not yet handed to the out list */
     size_t out_len, out_cap;
+    /* Inside run(): one Sender serves every connection of its processor, and out/arena are
+     * per run, so a nested run (a put whose listener fed another connection synchronously)
+     * hands its frames to the Python path instead. */
+    int busy;
 } Sender;
 
 /* Per run(): the Python-level state read once, and the per-topic result of the checks. */
@@ -230,6 +234,7 @@ static PyObject *build_props(Sender *s, sv_t text, PyObject *cluster, int *error
                 Py_DECREF(v);
             }
         }
+        if (piece_end == end) break;
         p = piece_end + 1;
     }
     if (PyDict_SetItem(d, s->cluster_key, cluster) < 0) { Py_DECREF(d); *error = 1; return NULL; }
@@ -768,6 +773,7 @@ static PyObject *Sender_run(Sender *s, PyObject *const *args, Py_ssize_t nargs) 
         PyErr_SetString(PyExc_TypeError, "out must be a list");
         return NULL;
     }
+    if (s->busy) return PyLong_FromSsize_t(pos);
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
     if (pos < 0 || size > view.len || pos > size) {
@@ -779,6 +785,7 @@ static PyObject *Sender_run(Sender *s, PyObject *const *args, Py_ssize_t nargs) 
     run_t r;
     memset(&r, 0, sizeof(r));
     int err = 0;
+    s->busy = 1;
     while (size - pos >= 4) {
         const unsigned char *p = src + pos;
         /* Signed big-endian length (Java int): the Python path reports a bad one. */
@@ -802,6 +809,7 @@ static PyObject *Sender_run(Sender *s, PyObject *const *args, Py_ssize_t nargs) 
         if (closed) break;
     }
     PyBuffer_Release(&view);
+    s->busy = 0;
     if (err) {
         /* Keep what was answered: the protocol writes the out list in its finally clause. */
         PyObject *type, *exc, *tb;
