@@ -11,9 +11,10 @@ _CFLAGS = ["-O2", "-std=c11", "-Wall", "-Wno-unused-function"]
 
 setup(
     ext_modules=[
-        # The store's put path: encode a record into the commitlog mmap, its consume-queue unit.
-        Extension("broker._native._store", ["broker/_native/store.c"],
-                  extra_compile_args=_CFLAGS, optional=True),
+        # The store's put path (a record into the commitlog mmap, its consume-queue unit) and
+        # the index batch (key hashes, entries and hash slots).
+        Extension("broker._native._store", ["broker/_native/store.c", "broker/_native/index.c"],
+                  depends=["broker/_native/index.h"], extra_compile_args=_CFLAGS, optional=True),
         # The fused SEND_MESSAGE_V2 path: frames and JSON headers cut and checked in C.
         Extension("broker._native._send", ["broker/_native/send.c"],
                   depends=["broker/_native/send_json.h"],

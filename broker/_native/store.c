@@ -25,6 +25,8 @@
 #include <dlfcn.h>
 #include <string.h>
 
+#include "index.h"
+
 /* The tuple-keyed dicts (topic_queue_table, _cq_cache) are probed with the key's hash
  * computed once per key, not once per probe. */
 #if PY_VERSION_HEX < 0x030D0000
@@ -1260,17 +1262,18 @@ static PyTypeObject PutPathType = {
 };
 
 PyDoc_STRVAR(module_doc,
-"C accelerator of the store's put path (see PutPath); broker.commitlog.native_put binds\n"
-"it, the Python path stays the reference and the fallback.");
+"C accelerators of the store: the put path (PutPath; broker.commitlog.native_put binds\n"
+"it) and the index batch (index_gather, index_put_entries; broker/index). The Python\n"
+"paths stay the reference and the fallback.");
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_store", module_doc, -1, NULL,
+    PyModuleDef_HEAD_INIT, "_store", module_doc, -1, store_index_methods,
 };
 
 PyMODINIT_FUNC
 PyInit__store(void)
 {
-    if (intern_names() < 0 || PyType_Ready(&PutPathType) < 0)
+    if (intern_names() < 0 || store_index_init() < 0 || PyType_Ready(&PutPathType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)

@@ -17,6 +17,7 @@ from itertools import repeat
 from operator import attrgetter
 
 from broker.commitlog.record import MessageRecord
+from broker.index import index_file
 from broker.message import (
     PROPERTY_KEYS,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
@@ -173,10 +174,27 @@ class StoreDispatch:
         self._index_call = None
         pending, self._index_pending = self._index_pending, []
         index = self.index
-        if index is None:
+        if index is None or not pending:
             return
-        if pending:
+        native = index_file.NATIVE
+        if native is None:
             index.build_index_batch(_index_items(pending))
+            return
+        # The C gather takes runs of plain records (one KEYS token, str properties); an
+        # item it stops at, and the put_messages batches right after it, take the Python
+        # batch path. Same entries, in the same order, as one build_index_batch.
+        i, n = 0, len(pending)
+        while i < n:
+            hashes, phys, stamps, _, i, _ = native.index_gather(
+                pending, i, index.indexed_up_to(), MessageRecord, PROPERTY_KEYS,
+                PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+            index.put_entries(hashes, phys, stamps)
+            if i < n:
+                j = i + 1
+                while j < n and type(pending[j]) is tuple:
+                    j += 1
+                index.build_index_batch(_index_items(pending[i:j]))
+                i = j
 
     def add_arrival_listener(self, fn) -> None:
         """``fn(topic, queue_id, queue_offset, tags_code, record)`` after each record reaches

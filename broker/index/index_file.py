@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from construct import Int32sb, Int64sb, Struct
 
+from broker import _native
 from broker.message import java_string_hash
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,9 @@ _entry_pack = ENTRY_STRUCT.pack_into
 _header_pack = HEADER_STRUCT.pack_into
 _slot_pack = SLOT_STRUCT.pack_into
 _slot_unpack = SLOT_STRUCT.unpack_from
+#: The C entry writer (``broker._native._store.index_put_entries``) or None: the Python loop.
+#: Replaceable (the tests write the same entries both ways).
+NATIVE = _native.store
 
 
 def index_file_size(hash_slot_num: int, index_num: int) -> int:
@@ -249,30 +253,16 @@ class IndexFile:
         stop = min(len(hashes), start + self.index_num - count)
         if stop <= start:
             return 0
-        entry_pack = _entry_pack
-        slot_pack = _slot_pack
-        slot_unpack = _slot_unpack
-        for i in range(start, stop):
-            key_hash = hashes[i]
-            ts = stamps[i]
-            slot_pos = INDEX_HEADER_SIZE + (key_hash % slots) * HASH_SLOT_SIZE
-            slot_value = slot_unpack(mm, slot_pos)[0]
-            if slot_value <= INVALID_INDEX or slot_value > count:
-                slot_value = INVALID_INDEX
-                slot_count += 1
-            if begin_ts <= 0:
-                time_diff = 0
-            else:
-                time_diff = (ts - begin_ts) // 1000
-                if not 0 <= time_diff <= _INT_MAX:  # clamped as put_hashes does
-                    time_diff = 0 if time_diff < 0 else _INT_MAX
-            entry_pack(mm, base + count * INDEX_ENTRY_SIZE, key_hash, phys[i], time_diff,
-                       slot_value)
-            slot_pack(mm, slot_pos, count)
-            if count <= 1:
-                begin_phy = phys[i]
-                begin_ts = ts
-            count += 1
+        native = NATIVE
+        if native is not None and type(hashes) is list and type(phys) is list \
+                and type(stamps) is list:
+            count, begin_ts, begin_phy, slot_count = native.index_put_entries(
+                mm, hashes, phys, stamps, start, stop, slots, base, count, begin_ts,
+                begin_phy, slot_count)
+        else:
+            count, begin_ts, begin_phy, slot_count = _put_entries_py(
+                mm, hashes, phys, stamps, start, stop, slots, base, count, begin_ts,
+                begin_phy, slot_count)
         end_phy = phys[stop - 1]
         end_ts = stamps[stop - 1]
         h.index_count = count
@@ -387,3 +377,35 @@ class IndexFile:
         except FileNotFoundError:
             pass
         log.info("index file %s deleted", self.path)
+
+
+def _put_entries_py(mm, hashes, phys, stamps, start, stop, slots, base, count, begin_ts,
+                    begin_phy, slot_count):
+    """The loop of :meth:`IndexFile.put_entries` (entries ``start .. stop-1`` written at
+    ``base``, chained from their hash slots); returns (count, begin_ts, begin_phy,
+    slot_count) after them."""
+    entry_pack = _entry_pack
+    slot_pack = _slot_pack
+    slot_unpack = _slot_unpack
+    for i in range(start, stop):
+        key_hash = hashes[i]
+        ts = stamps[i]
+        slot_pos = INDEX_HEADER_SIZE + (key_hash % slots) * HASH_SLOT_SIZE
+        slot_value = slot_unpack(mm, slot_pos)[0]
+        if slot_value <= INVALID_INDEX or slot_value > count:
+            slot_value = INVALID_INDEX
+            slot_count += 1
+        if begin_ts <= 0:
+            time_diff = 0
+        else:
+            time_diff = (ts - begin_ts) // 1000
+            if not 0 <= time_diff <= _INT_MAX:  # clamped as put_hashes does
+                time_diff = 0 if time_diff < 0 else _INT_MAX
+        entry_pack(mm, base + count * INDEX_ENTRY_SIZE, key_hash, phys[i], time_diff,
+                   slot_value)
+        slot_pack(mm, slot_pos, count)
+        if count <= 1:
+            begin_phy = phys[i]
+            begin_ts = ts
+        count += 1
+    return count, begin_ts, begin_phy, slot_count

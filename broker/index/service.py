@@ -230,6 +230,16 @@ class IndexService:
         prefix = self._prefix_hashes[topic] = java_string_hash(f"{topic}#")
         return prefix
 
+    def indexed_up_to(self) -> int:
+        """Commitlog offset at or below which a message counts as indexed (-1: none):
+        :meth:`build_index_batch` skips those."""
+        return self._last_indexed()
+
+    def put_entries(self, hashes: list[int], phys: list[int], stamps: list[int]) -> None:
+        """Write gathered entries (key hash -> commitlog offset, store time), in order,
+        rolling files as needed (the write half of :meth:`build_index_batch`)."""
+        self._put_entries(hashes, phys, stamps)
+
     def _last_indexed(self) -> int:
         files = self.files
         if files:

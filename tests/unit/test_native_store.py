@@ -18,6 +18,7 @@ from twisted.internet.task import Clock
 from broker import _native
 from broker.commitlog.native_put import bind_native_put, native_put_active
 from broker.commitlog.record import MessageRecord
+from broker.index import index_file
 from broker.message import (
     RMQ_SYS_SCHEDULE_TOPIC,
     TRANSACTION_COMMIT_TYPE,
@@ -107,26 +108,40 @@ def records(draw):
 
 
 def put_both(tmp_path, recs, steps, *, listeners=True, **kw):
-    """Put copies of ``recs`` into a native and a Python store, advancing both clocks by
-    ``steps``; returns (native outcomes, python outcomes, native files, python files)."""
+    """Put copies of ``recs`` into a native and a Python store (C or Python put path and
+    index writer), advancing both clocks by ``steps``; returns what each left: (outcomes,
+    listener calls, queue offsets, files)."""
     results = {}
+    saved = index_file.NATIVE
     for native in (True, False):
-        root = tmp_path / ("native" if native else "python")
-        s = make_store(root, native=native, **kw)
-        calls = []
-        if listeners:
-            s.add_arrival_listener(lambda t, q, o, tags, r, calls=calls: calls.append(
-                (t, q, o, tags, r.physical_offset)))
-        outs = []
-        for rec, step in zip(recs, steps, strict=True):
-            s.clock.advance(step)
-            r = copy.copy(rec)
-            outs.append(outcome(s.put_message(r), r))
-        s._drain_index()
-        table = dict(s.commitlog.topic_queue_table)
-        s.shutdown()
-        results[native] = (outs, calls, table, tree_bytes(root))
+        index_file.NATIVE = saved if native else None
+        try:
+            results[native] = _put_all(tmp_path, recs, steps, native, listeners, **kw)
+        finally:
+            index_file.NATIVE = saved
     return results[True], results[False]
+
+
+def _put_all(tmp_path, recs, steps, native, listeners, **kw):
+    root = tmp_path / ("native" if native else "python")
+    s = make_store(root, native=native, **kw)
+    calls = []
+    if listeners:
+        s.add_arrival_listener(lambda t, q, o, tags, r, calls=calls: calls.append(
+            (t, q, o, tags, r.physical_offset)))
+    outs = []
+    for rec, step in zip(recs, steps, strict=True):
+        s.clock.advance(step)
+        if isinstance(rec, list):  # a put_messages batch (Python either way)
+            res = s.put_messages([copy.copy(x) for x in rec])
+            outs.append((res.status, None if res.append is None else tuple(res.append[:8])))
+            continue
+        r = copy.copy(rec)
+        outs.append(outcome(s.put_message(r), r))
+    s._drain_index()
+    table = dict(s.commitlog.topic_queue_table)
+    s.shutdown()
+    return outs, calls, table, tree_bytes(root)
 
 
 @settings(max_examples=60, deadline=None,
@@ -164,6 +179,27 @@ def test_identical_bytes_for_unusual_records(tmp_path, make):
     recs = [make(i) for i in range(8)]
     native, python = put_both(tmp_path, recs, [0.001] * len(recs), cl_size=1 << 17)
     assert native == python
+
+
+def test_identical_index_with_batches_and_file_rolls(tmp_path):
+    """Single puts (C gather and entry writer) mixed with put_messages batches and
+    several-token KEYS (Python batch path), over enough keys to roll index files: the same
+    index files on both paths."""
+    recs = []
+    for i in range(150):
+        keys = "a b" if i % 17 == 0 else f"k{i % 23}"
+        props = {"UNIQ_KEY": f"7F0000010B2C18B4AAC2{i:012X}", "KEYS": keys, "TAGS": "t"}
+        if i % 11 == 0:
+            recs.append([MessageRecord(topic="B", body=b"x", queue_id=1,
+                                       properties=dict(props, UNIQ_KEY=f"{i}-{k}"))
+                         for k in range(3)])
+        else:
+            recs.append(MessageRecord(topic="T", body=b"y" * i, queue_id=i % 2,
+                                      properties=props))
+    native, python = put_both(tmp_path, recs, [0.37] * len(recs), cl_size=1 << 20,
+                              cq_units=1000)
+    assert native == python
+    assert sum(name.startswith("index") for name in native[3]) >= 2
 
 
 def plain(i, topic="T", qid=0, **kw):

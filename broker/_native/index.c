@@ -1,0 +1,321 @@
+/* The index service's batch path in C (broker/index/service.py build_index_pending and
+ * broker/index/index_file.py put_entries): the key hashes of queued records and the
+ * entry / hash-slot writes, byte for byte what the Python loops do.
+ *
+ * index_gather() stops at the first queued item it does not handle (a put_messages batch,
+ * KEYS with several tokens, non-str properties, odd fields) and says where: the Python path
+ * indexes that item and calls again. index_put_entries() checks every input before it
+ * writes anything.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "index.h"
+
+static PyObject *s_topic, *s_properties, *s_physical_offset, *s_store_timestamp;
+
+int
+store_index_init(void)
+{
+    if (!(s_topic = PyUnicode_InternFromString("topic")) ||
+        !(s_properties = PyUnicode_InternFromString("properties")) ||
+        !(s_physical_offset = PyUnicode_InternFromString("physical_offset")) ||
+        !(s_store_timestamp = PyUnicode_InternFromString("store_timestamp")))
+        return -1;
+    return 0;
+}
+
+/* Java String.hashCode continued over the UTF-16 units of `s`; 0 when `s` holds a lone
+ * surrogate (Python's UTF-16 encode raises: the Python path reports it). */
+static int
+hash_more(uint32_t *h, PyObject *s)
+{
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    uint32_t x = *h;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c < 0x10000) {
+            if (c >= 0xD800 && c <= 0xDFFF)
+                return 0;
+            x = 31 * x + c;
+        } else {
+            c -= 0x10000;
+            x = 31 * x + (0xD800 + (c >> 10));
+            x = 31 * x + (0xDC00 + (c & 0x3FF));
+        }
+    }
+    *h = x;
+    return 1;
+}
+
+/* IndexFile.indexKeyHashMethod of "topic#key": abs(hashCode), Integer.MIN_VALUE -> 0. */
+static int
+key_hash(PyObject *topic, PyObject *key, int32_t *out)
+{
+    uint32_t h = 0;
+    if (!hash_more(&h, topic))
+        return 0;
+    h = 31 * h + '#';
+    if (!hash_more(&h, key))
+        return 0;
+    int32_t v = (int32_t)h;
+    *out = v == INT32_MIN ? 0 : v < 0 ? -v : v;
+    return 1;
+}
+
+/* An int attribute as int64; 0 (no error) when it is not one. */
+static int
+attr_i64(PyObject *o, PyObject *name, int64_t *out)
+{
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = 0;
+    if (PyLong_Check(v)) {
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (!overflow && !(x == -1 && PyErr_Occurred())) {
+            *out = x;
+            ok = 1;
+        }
+        PyErr_Clear();
+    }
+    Py_DECREF(v);
+    return ok;
+}
+
+/* Append (hash, offset, stamp) to the three lists. */
+static int
+push(PyObject *lists[3], int32_t h, int64_t off, int64_t ts)
+{
+    PyObject *v[3] = {PyLong_FromLong(h), PyLong_FromLongLong(off), PyLong_FromLongLong(ts)};
+    int rc = 0;
+    for (int i = 0; i < 3; i++) {
+        if (v[i] == NULL || PyList_Append(lists[i], v[i]) < 0)
+            rc = -1;
+        Py_XDECREF(v[i]);
+    }
+    return rc;
+}
+
+PyDoc_STRVAR(gather_doc,
+"index_gather(pending, start, last, record_type, keys_name, uniq_name)\n"
+"    -> (hashes, phys, stamps, indexed, stop, last)\n\n"
+"The index entries of pending[start:stop] as IndexService.build_index_batch gathers them\n"
+"(UNIQ_KEY then KEYS, a KEYS equal to UNIQ_KEY once, records at or below `last` skipped),\n"
+"stopping at the first item that is not a `record_type` with str / None KEYS (one token)\n"
+"and UNIQ_KEY: the caller indexes pending[stop] itself.");
+
+static PyObject *
+index_gather(PyObject *mod, PyObject *args)
+{
+    PyObject *pending, *rec_type, *keys_name, *uniq_name;
+    Py_ssize_t start;
+    long long last;
+    if (!PyArg_ParseTuple(args, "O!nLO!UU:index_gather", &PyList_Type, &pending, &start,
+                          &last, &PyType_Type, &rec_type, &keys_name, &uniq_name))
+        return NULL;
+    PyObject *lists[3] = {PyList_New(0), PyList_New(0), PyList_New(0)};
+    Py_ssize_t i = start < 0 ? 0 : start, done = 0;
+    if (!lists[0] || !lists[1] || !lists[2])
+        goto error;
+    for (; i < PyList_GET_SIZE(pending); i++) {
+        PyObject *item = PyList_GET_ITEM(pending, i);
+        if (Py_TYPE(item) != (PyTypeObject *)rec_type)
+            break;
+        Py_INCREF(item);
+        PyObject *topic = PyObject_GetAttr(item, s_topic);
+        PyObject *props = PyObject_GetAttr(item, s_properties);
+        int64_t off, ts;
+        int plain = topic && props && PyUnicode_CheckExact(topic) && PyDict_CheckExact(props) &&
+                    attr_i64(item, s_physical_offset, &off) &&
+                    attr_i64(item, s_store_timestamp, &ts);
+        PyObject *keys = plain ? PyDict_GetItemWithError(props, keys_name) : NULL;
+        PyObject *uniq = plain && !PyErr_Occurred() ? PyDict_GetItemWithError(props, uniq_name)
+                                                    : NULL;
+        if (PyErr_Occurred())
+            plain = 0;
+        /* Only None or a str (Python's truth test and `in` of anything else may differ or
+         * raise), and a KEYS without the separator. */
+        if (plain && keys == Py_None)
+            keys = NULL;
+        if (plain && uniq == Py_None)
+            uniq = NULL;
+        if (plain && ((keys && !PyUnicode_CheckExact(keys)) ||
+                      (uniq && !PyUnicode_CheckExact(uniq))))
+            plain = 0;
+        if (plain && keys && PyUnicode_FindChar(keys, ' ', 0, PyUnicode_GET_LENGTH(keys), 1) != -1)
+            plain = 0;
+        if (keys && PyUnicode_GET_LENGTH(keys) == 0)
+            keys = NULL;
+        if (uniq && PyUnicode_GET_LENGTH(uniq) == 0)
+            uniq = NULL;
+        int rc = 0; /* 1: stop here */
+        if (!plain) {
+            rc = 1;
+        } else if (!(last >= 0 && off <= last) && (keys || uniq)) {
+            int32_t hu = 0, hk = 0;
+            int two = keys && uniq && PyUnicode_Compare(uniq, keys) != 0;
+            if ((two || !keys) && !key_hash(topic, uniq, &hu))
+                rc = 1;
+            else if (keys && !key_hash(topic, keys, &hk))
+                rc = 1;
+            else if (((two || !keys) && push(lists, hu, off, ts) < 0) ||
+                     (keys && push(lists, hk, off, ts) < 0))
+                rc = -1;
+            else {
+                last = off;
+                done++;
+            }
+        }
+        if (rc >= 0)
+            PyErr_Clear(); /* a stop, not an error: the Python path meets it again */
+        Py_XDECREF(topic);
+        Py_XDECREF(props);
+        Py_DECREF(item);
+        if (rc < 0)
+            goto error;
+        if (rc > 0)
+            break;
+    }
+    return Py_BuildValue("NNNnnL", lists[0], lists[1], lists[2], done, i, last);
+error:
+    Py_XDECREF(lists[0]);
+    Py_XDECREF(lists[1]);
+    Py_XDECREF(lists[2]);
+    return NULL;
+}
+
+/* items[i] of a list of ints as int64 within [lo, hi]; 0 with ValueError otherwise. */
+static int
+list_i64(PyObject *list, Py_ssize_t i, int64_t lo, int64_t hi, int64_t *out)
+{
+    PyObject *v = PyList_GET_ITEM(list, i);
+    int overflow = 0;
+    long long x = PyLong_Check(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : 0;
+    if (!PyLong_Check(v) || overflow || (x == -1 && PyErr_Occurred()) || x < lo || x > hi) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "index entry %zd: bad value", i);
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+static inline void
+be32(unsigned char *p, int32_t v)
+{
+    uint32_t u = __builtin_bswap32((uint32_t)v);
+    memcpy(p, &u, 4);
+}
+
+static inline void
+be64(unsigned char *p, int64_t v)
+{
+    uint64_t u = __builtin_bswap64((uint64_t)v);
+    memcpy(p, &u, 8);
+}
+
+static inline int32_t
+rd32(const unsigned char *p)
+{
+    uint32_t u;
+    memcpy(&u, p, 4);
+    return (int32_t)__builtin_bswap32(u);
+}
+
+PyDoc_STRVAR(put_entries_doc,
+"index_put_entries(mm, hashes, phys, stamps, start, stop, slots, base, count, begin_ts,\n"
+"                  begin_phy, slot_count) -> (count, begin_ts, begin_phy, slot_count)\n\n"
+"IndexFile.put_entries' loop: entries start..stop-1 written at `base` + count * 20 and\n"
+"chained from their hash slots; returns the header values after them (the caller writes\n"
+"the header). Every value and position is checked before the first write.");
+
+static PyObject *
+index_put_entries(PyObject *mod, PyObject *args)
+{
+    PyObject *mm, *hashes, *phys, *stamps;
+    Py_ssize_t start, stop;
+    long long slots, base, count, begin_ts, begin_phy, slot_count;
+    if (!PyArg_ParseTuple(args, "OO!O!O!nnLLLLLL:index_put_entries", &mm, &PyList_Type, &hashes,
+                          &PyList_Type, &phys, &PyList_Type, &stamps, &start, &stop, &slots,
+                          &base, &count, &begin_ts, &begin_phy, &slot_count))
+        return NULL;
+    if (start < 0 || stop < start || stop > PyList_GET_SIZE(hashes) ||
+        stop > PyList_GET_SIZE(phys) || stop > PyList_GET_SIZE(stamps) || slots <= 0 ||
+        base < 40 || count < 0 || count > INT32_MAX - (stop - start)) {
+        PyErr_SetString(PyExc_ValueError, "index_put_entries: bad arguments");
+        return NULL;
+    }
+    Py_ssize_t n = stop - start;
+    int64_t *vals = PyMem_Malloc(sizeof(int64_t) * 3 * (size_t)(n ? n : 1));
+    if (vals == NULL)
+        return PyErr_NoMemory();
+    Py_buffer view;
+    if (PyObject_GetBuffer(mm, &view, PyBUF_WRITABLE) < 0) {
+        PyMem_Free(vals);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!list_i64(hashes, start + i, INT32_MIN, INT32_MAX, &vals[3 * i]) ||
+            !list_i64(phys, start + i, INT64_MIN, INT64_MAX, &vals[3 * i + 1]) ||
+            !list_i64(stamps, start + i, INT64_MIN, INT64_MAX, &vals[3 * i + 2]))
+            goto done;
+    }
+    if (40 + slots * 4 > view.len || base + (count + n) * 20 > view.len) {
+        PyErr_SetString(PyExc_ValueError, "index_put_entries: beyond the mapping");
+        goto done;
+    }
+    unsigned char *buf = view.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t key_hash = vals[3 * i], phy = vals[3 * i + 1], ts = vals[3 * i + 2];
+        int64_t slot = key_hash % slots; /* Python's modulo: never negative */
+        if (slot < 0)
+            slot += slots;
+        unsigned char *sp = buf + 40 + slot * 4;
+        int64_t slot_value = rd32(sp);
+        if (slot_value <= 0 || slot_value > count) {
+            slot_value = 0;
+            slot_count++;
+        }
+        int64_t time_diff = 0;
+        if (begin_ts > 0) {
+            /* (ts - begin_ts) // 1000 with Python's floor, clamped to [0, INT_MAX]. */
+            int64_t d = ts - begin_ts;
+            time_diff = d / 1000 - (d % 1000 != 0 && d < 0);
+            if (time_diff < 0)
+                time_diff = 0;
+            else if (time_diff > INT32_MAX)
+                time_diff = INT32_MAX;
+        }
+        unsigned char *e = buf + base + count * 20;
+        be32(e, (int32_t)key_hash);
+        be64(e + 4, phy);
+        be32(e + 12, (int32_t)time_diff);
+        be32(e + 16, (int32_t)slot_value);
+        be32(sp, (int32_t)count);
+        if (count <= 1) {
+            begin_phy = phy;
+            begin_ts = ts;
+        }
+        count++;
+    }
+    result = Py_BuildValue("LLLL", count, begin_ts, begin_phy, slot_count);
+done:
+    PyBuffer_Release(&view);
+    PyMem_Free(vals);
+    return result;
+}
+
+PyMethodDef store_index_methods[] = {
+    {"index_gather", index_gather, METH_VARARGS, gather_doc},
+    {"index_put_entries", index_put_entries, METH_VARARGS, put_entries_doc},
+    {NULL, NULL, 0, NULL},
+};
