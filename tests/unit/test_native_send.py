@@ -475,3 +475,22 @@ def test_nested_run_from_a_listener_takes_the_python_path(tmp_path):
     assert others[pair.c].transport.value().count(b'"code":0,') == 2
     c, py = pair.outcomes()
     assert c == py
+
+
+@SLOW
+@given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=6),
+       st.lists(st.integers(1, 600), max_size=4))
+def test_mutated_bytes_same_outcome(tmp_path_factory, flips, cuts):
+    """Good frames with some bytes overwritten (lengths, header, body) and split into reads
+    anywhere: C and Python answer, store and close alike."""
+    data = bytearray(b"".join(plain_frame(queue_id=q % 3, opaque=q) for q in range(6)))
+    for pos, value in flips:
+        data[pos % len(data)] = value
+    pair = Pair(tmp_path_factory.mktemp("m"))
+    pair.feed(plain_frame(opaque=1000))
+    start = 0
+    for cut in sorted(cuts) + [len(data)]:
+        pair.feed(bytes(data[start:cut]))
+        start = max(start, cut)
+    c, py = pair.outcomes()
+    assert c == py
