@@ -323,6 +323,8 @@ typedef struct {
     PyObject *key;            /* (topic, queueId) tuple, slot chosen by its values */
     int64_t qid;
     Py_hash_t khash;          /* hash(key) */
+    PyObject *kcq;            /* _cq_cache[key] as of _cq_cache version kcq_version */
+    uint64_t kcq_version;
     PyObject *cq, *cq_dict, *mfq_dict; /* slot chosen by the consume queue's address */
 } QCache;
 
@@ -388,6 +390,7 @@ putpath_traverse(PutPath *self, visitproc visit, void *arg)
     Py_VISIT(self->st.call);
     for (int i = 0; i < QCACHE; i++) {
         Py_VISIT(self->qc[i].key);
+        Py_VISIT(self->qc[i].kcq);
         Py_VISIT(self->qc[i].cq);
         Py_VISIT(self->qc[i].cq_dict);
         Py_VISIT(self->qc[i].mfq_dict);
@@ -413,6 +416,7 @@ putpath_clear(PutPath *self)
     Py_CLEAR(self->ic_tags.obj);
     for (int i = 0; i < QCACHE; i++) {
         Py_CLEAR(self->qc[i].key);
+        Py_CLEAR(self->qc[i].kcq);
         Py_CLEAR(self->qc[i].cq);
         Py_CLEAR(self->qc[i].cq_dict);
         Py_CLEAR(self->qc[i].mfq_dict);
@@ -1019,12 +1023,13 @@ putpath_put(PutPath *self, PyObject *rec)
         if (kh == -1)
             FALLBACK;
         Py_XSETREF(ks->key, Py_NewRef(key));
+        Py_CLEAR(ks->kcq);
         ks->qid = qid;
         ks->khash = kh;
     }
     Py_hash_t khash = ks->khash;
     int64_t qoff = 0;
-    PyObject *qv = DICT_GET_H(self->table, key, khash); /* converted at once */
+    PyObject *qv = keep(&sc, Py_XNewRef(DICT_GET_H(self->table, key, khash)));
     if (qv == NULL && PyErr_Occurred())
         FALLBACK;
     if (qv != NULL && !as_i64(qv, 0, INT64_MAX - 1, &qoff))
@@ -1048,7 +1053,23 @@ putpath_put(PutPath *self, PyObject *rec)
     int64_t offset = ffo + wp;
 
     /* The consume queue's plain append case (as _dispatch's inline test). */
-    PyObject *cq = keep(&sc, Py_XNewRef(DICT_GET_H(self->cq_cache, key, khash)));
+    /* _cq_cache only changes when a queue is added or a topic deleted: its entry for this
+     * key is remembered with the dict's version. */
+    PyObject *cq;
+#ifdef DICT_VERSION
+    if (ks->kcq != NULL && ks->kcq_version == DICT_VERSION(self->cq_cache)) {
+        cq = keep(&sc, Py_NewRef(ks->kcq));
+    } else {
+        uint64_t v0 = DICT_VERSION(self->cq_cache);
+        cq = keep(&sc, Py_XNewRef(DICT_GET_H(self->cq_cache, key, khash)));
+        if (cq != NULL) {
+            Py_XSETREF(ks->kcq, Py_NewRef(cq));
+            ks->kcq_version = v0;
+        }
+    }
+#else
+    cq = keep(&sc, Py_XNewRef(DICT_GET_H(self->cq_cache, key, khash)));
+#endif
     if (cq == NULL)
         FALLBACK;
     QCache *cs = &self->qc[((uintptr_t)cq >> 4) % QCACHE];
@@ -1133,7 +1154,8 @@ putpath_put(PutPath *self, PyObject *rec)
     PyObject *ts_obj = keep(&sc, cached_int(&self->ic_ts, ts));
     PyObject *crc_v = keep(&sc, cached_int(&self->ic_crc, crc));
     PyObject *off_obj = keep(&sc, PyLong_FromLongLong(offset));
-    PyObject *qoff_obj = keep(&sc, PyLong_FromLongLong(qoff));
+    /* table.get(key, 0) itself, as the Python path uses it. */
+    PyObject *qoff_obj = keep(&sc, qv != NULL ? Py_NewRef(qv) : PyLong_FromLong(0));
     PyObject *qnext = keep(&sc, PyLong_FromLongLong(qoff + 1));
     PyObject *size_obj = keep(&sc, cached_int(&self->ic_size, size));
     PyObject *sf_obj = keep(&sc, PyLong_FromLongLong(sys_flag));

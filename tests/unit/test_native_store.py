@@ -350,6 +350,22 @@ def test_not_running_store_refuses_through_python(tmp_path):
     assert len(seen) == 2
 
 
+def test_delete_topic_then_put_starts_a_new_queue(tmp_path):
+    """After delete_topic, the C path does not write into the deleted consume queue: the
+    next puts start again at queue offset 0 in a new one."""
+    s, seen = counting_store(tmp_path, cl_size=1 << 20, cq_units=1000)
+    for i in range(5):
+        s.put_message(plain(i))
+    assert s.delete_topic("T")
+    offsets = [s.put_message(plain(i)).append.queue_offset for i in range(5, 8)]
+    assert offsets == [0, 1, 2]
+    units = s.get_consume_queue_units("T", 0, 0, 10)
+    assert [u[0] for u in units] == [s.commitlog.max_offset - 3 * units[0][1] + k * units[0][1]
+                                     for k in range(3)]
+    assert len(seen) == 2  # the first put of each queue
+    s.shutdown()
+
+
 def test_puts_leak_no_references(tmp_path):
     """Many C puts leave the shared body, topic and host objects' reference counts as
     they were once the caches are filled (each put's new values belong to its record)."""
