@@ -229,6 +229,8 @@ def floor_factory():
     class Floor(Protocol):
         def connectionMade(self) -> None:
             self.buf = bytearray()
+            # The same socket option the broker's connections set (Netty's TCP_NODELAY).
+            self.transport.setTcpNoDelay(True)
 
         def dataReceived(self, data: bytes) -> None:
             buf = self.buf

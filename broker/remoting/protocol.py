@@ -125,6 +125,15 @@ class RemotingProtocol(Protocol):
     # --- Twisted callbacks ---------------------------------------------------------------------
     def connectionMade(self) -> None:
         self.connected = True
+        # NettyRemotingServer / NettyRemotingClient: childOption(TCP_NODELAY, true). Without
+        # it, Nagle holds a reply written while an earlier one is unacknowledged until the
+        # peer's (delayed) ACK: milliseconds per round trip for a pipelining client.
+        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+        if set_no_delay is not None:
+            try:
+                set_no_delay(True)
+            except OSError:  # not a TCP socket (UNIX socket in a test...)
+                pass
         peer = self.transport.getPeer()
         self.peer = (getattr(peer, "host", str(peer)), getattr(peer, "port", 0))
         factory = getattr(self, "factory", None)

@@ -255,3 +255,18 @@ def test_any_header_gives_identical_bytes(tmp_path_factory, requests):
     fused, general = both(tmp, data, max_message_size=30)
     assert fused == general
 
+
+
+def test_connections_disable_nagle():
+    """A remoting connection sets TCP_NODELAY, as Netty's remoting server and client do
+    (a pipelining producer otherwise waits for delayed ACKs between replies)."""
+
+    class NoDelayTransport(StringTransport):
+        no_delay = None
+
+        def setTcpNoDelay(self, enabled):
+            self.no_delay = enabled
+
+    transport = NoDelayTransport()
+    RemotingProtocol(RequestDispatcher()).makeConnection(transport)
+    assert transport.no_delay is True
