@@ -338,7 +338,7 @@ typedef struct {
  * NULL for a missing attribute. */
 typedef struct {
     uint64_t version;
-    PyObject *running, *behind, *pending, *limit, *call;
+    PyObject *running, *behind, *pending, *limit, *call, *last_ts;
 } StoreState;
 
 typedef struct {
@@ -369,6 +369,9 @@ typedef struct {
      * object is as good as a new one, minus the allocation). */
     IntCache ic_ts, ic_size, ic_crc, ic_tags;
     StoreState st;
+    /* commitlog.last_store_timestamp as last set here, and cl_dict's version after it. */
+    PyObject *cl_ts;
+    uint64_t cl_ts_version;
 } PutPath;
 
 #define FIELDS(X)                                                                            \
@@ -388,6 +391,8 @@ putpath_traverse(PutPath *self, visitproc visit, void *arg)
     Py_VISIT(self->st.pending);
     Py_VISIT(self->st.limit);
     Py_VISIT(self->st.call);
+    Py_VISIT(self->st.last_ts);
+    Py_VISIT(self->cl_ts);
     for (int i = 0; i < QCACHE; i++) {
         Py_VISIT(self->qc[i].key);
         Py_VISIT(self->qc[i].kcq);
@@ -409,6 +414,8 @@ putpath_clear(PutPath *self)
     Py_CLEAR(self->st.pending);
     Py_CLEAR(self->st.limit);
     Py_CLEAR(self->st.call);
+    Py_CLEAR(self->st.last_ts);
+    Py_CLEAR(self->cl_ts);
     self->st.version = 0;
     Py_CLEAR(self->ic_ts.obj);
     Py_CLEAR(self->ic_size.obj);
@@ -638,12 +645,12 @@ state_get(PutPath *self)
     if (self->st.version != 0 && v0 == self->st.version)
         return 0;
 #endif
-    PyObject **slots[5] = {&self->st.running, &self->st.behind, &self->st.pending,
-                           &self->st.limit, &self->st.call};
-    PyObject *names[5] = {s_running, s__dispatch_behind, s__index_pending,
-                          s_index_drain_limit, s__index_call};
+    PyObject **slots[6] = {&self->st.running, &self->st.behind, &self->st.pending,
+                           &self->st.limit, &self->st.call, &self->st.last_ts};
+    PyObject *names[6] = {s_running, s__dispatch_behind, s__index_pending,
+                          s_index_drain_limit, s__index_call, s_last_dispatched_timestamp};
     self->st.version = 0;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         PyObject *v = PyDict_GetItemWithError(d, names[i]);
         if (v == NULL && PyErr_Occurred())
             return -1;
@@ -1217,16 +1224,30 @@ putpath_put(PutPath *self, PyObject *rec)
     slot_set(rec, ro[R_magic_code], magic_obj);
     slot_set(rec, ro[R_sys_flag], sf_obj);
     slot_set(cmf, mo[M_wrote_position], cpos_next);
-    if (PyDict_SetItem(self->cl_dict, s_last_store_timestamp, ts_obj) < 0 ||
-        PyDict_SetItem(cq_dict, s_max_physic_offset, mpo_next) < 0)
+    /* The store time attributes are set only when they change (consecutive puts of one
+     * millisecond share the int object; re-setting it is unobservable). */
+#ifdef DICT_VERSION
+    if (self->cl_ts != ts_obj || self->cl_ts_version != DICT_VERSION(self->cl_dict)) {
+        if (PyDict_SetItem(self->cl_dict, s_last_store_timestamp, ts_obj) < 0)
+            goto error;
+        Py_XSETREF(self->cl_ts, Py_NewRef(ts_obj));
+        self->cl_ts_version = DICT_VERSION(self->cl_dict);
+    }
+#else
+    if (PyDict_SetItem(self->cl_dict, s_last_store_timestamp, ts_obj) < 0)
+        goto error;
+#endif
+    if (PyDict_SetItem(cq_dict, s_max_physic_offset, mpo_next) < 0)
         goto error;
     if (PyList_GET_SIZE(self->listeners) > 0) {
         PyObject *args[5] = {topic, qid_obj, qoff_obj, tags_obj, rec};
         if (call_listeners(self, args) < 0)
             goto error;
     }
-    if (queue_index(self, rec) < 0 ||
-        store_set(self, s_last_dispatched_timestamp, ts_obj, NULL) < 0)
+    if (queue_index(self, rec) < 0 || state_get(self) < 0)
+        goto error;
+    if (self->st.last_ts != ts_obj &&
+        store_set(self, s_last_dispatched_timestamp, ts_obj, &self->st.last_ts) < 0)
         goto error;
 
     /* The flush policy: under ASYNC_FLUSH without a reactor there is nothing to do. */
