@@ -275,6 +275,25 @@ def test_planning_leaves_out_the_zero_tail(store, tmp_path):
     assert parts[-1].stop == 2048
 
 
+def test_planning_sees_a_file_that_changed_since_the_last_query(store, tmp_path):
+    """The remembered written end of a file is not reused once the file changed."""
+    from reports.datasource_commitlog import plan_ranges
+
+    root = str(tmp_path / "changing")
+    shutil.copytree(store.root, root)
+    last = sorted(os.listdir(os.path.join(root, "commitlog")))[-1]
+    path = os.path.join(root, "commitlog", last)
+    tail = max(store.records, key=lambda r: r.physical_offset)
+    before = [p.stop for p in plan_ranges(root, 10**9) if p.path == path]
+    assert before == [tail.physical_offset - int(last) + 1]
+    with open(path, "r+b") as fh:
+        fh.seek(tail.physical_offset - int(last) + tail.total_size)
+        fh.write(b"\xff" * 8)
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # a later write's mtime
+    assert [p.stop for p in plan_ranges(root, 10**9) if p.path == path] == [2048]
+
+
 def test_check_crc_option_reports_a_damaged_body(store, tmp_path):
     """checkCRC=true turns a body that no longer matches BODYCRC into an _error row."""
     import pyarrow as pa
