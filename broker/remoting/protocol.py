@@ -186,7 +186,8 @@ class RemotingProtocol(Protocol):
         # Their C form (broker/_native/send.c) takes the whole read and answers every frame it
         # fully understands, stopping before the first one it does not: that frame takes the
         # Python path below, unchanged, then C goes on (if the handler that ran allows it).
-        native = dispatcher.native_fused() if fused is not None else None
+        native_fused = getattr(dispatcher, "native_fused", None) if fused is not None else None
+        native = native_fused() if native_fused is not None else None
         try:
             while size - pos >= 4:
                 if native is not None:
@@ -244,7 +245,7 @@ class RemotingProtocol(Protocol):
                 if self.closed:
                     break
                 if native is not None:  # the handler may have installed an interceptor
-                    native = dispatcher.native_fused()
+                    native = native_fused()
         finally:
             self._out = None
             if bad is not None:
