@@ -88,6 +88,27 @@ static int utf8_valid(const unsigned char *s, size_t n) {
     return 1;
 }
 
+/* 1 for the bytes that end a run of plain string characters: '"', '\\' and the control
+ * characters JSON forbids raw (one table load per byte instead of three comparisons). */
+static const unsigned char STR_STOP[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+};
+
+/* First byte in [p, end) that STR_STOP marks, or end. */
+static inline const unsigned char *str_run(const unsigned char *p, const unsigned char *end) {
+    while (end - p >= 4) {
+        if (STR_STOP[p[0]]) return p;
+        if (STR_STOP[p[1]]) return p + 1;
+        if (STR_STOP[p[2]]) return p + 2;
+        if (STR_STOP[p[3]]) return p + 3;
+        p += 4;
+    }
+    while (p < end && !STR_STOP[*p]) p++;
+    return p;
+}
+
 static inline void jp_ws(jp_t *j) {
     while (j->s < j->end && (*j->s == ' ' || *j->s == '\t' || *j->s == '\n' || *j->s == '\r'))
         j->s++;
@@ -116,13 +137,9 @@ static int read_hex4(const unsigned char *p, const unsigned char *end, unsigned 
  * frame if it has no escape, else into the arena) and 1 is returned; 0: not one we accept. */
 static int jp_string(jp_t *j, sv_t *out) {
     if (j->s >= j->end || *j->s != '"') return 0;
-    const unsigned char *p = ++j->s;
-    /* Scan: no escape -> zero-copy view. Raw control characters are invalid JSON. */
-    while (p < j->end && *p != '"' && *p != '\\') {
-        if (*p < 0x20) return 0;
-        p++;
-    }
-    if (p >= j->end) return 0;
+    const unsigned char *p = str_run(++j->s, j->end);
+    /* No escape -> zero-copy view. Raw control characters are invalid JSON. */
+    if (p >= j->end || *p < 0x20) return 0;
     if (*p == '"') {
         out->p = j->s;
         out->n = (size_t)(p - j->s);
@@ -144,7 +161,14 @@ static int jp_string(jp_t *j, sv_t *out) {
             return 1;
         }
         if (c < 0x20) return 0;
-        if (c != '\\') { *d++ = (unsigned char)c; p++; continue; }
+        if (c != '\\') {
+            /* A run of plain characters up to the next escape, quote or control byte. */
+            const unsigned char *q = str_run(p, j->end);
+            memcpy(d, p, (size_t)(q - p));
+            d += q - p;
+            p = q;
+            continue;
+        }
         if (p + 1 >= j->end) return 0;
         unsigned e = p[1];
         p += 2;
