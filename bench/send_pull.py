@@ -229,8 +229,11 @@ def floor_factory():
     class Floor(Protocol):
         def connectionMade(self) -> None:
             self.buf = bytearray()
-            # The same socket option the broker's connections set (Netty's TCP_NODELAY).
-            self.transport.setTcpNoDelay(True)
+            # The same socket option the broker's connections set (Netty's TCP_NODELAY); the
+            # --cpu run's StringTransport has no socket.
+            set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+            if set_no_delay is not None:
+                set_no_delay(True)
 
         def dataReceived(self, data: bytes) -> None:
             buf = self.buf
