@@ -61,7 +61,8 @@ typedef uint32_t (*crc32_fn)(uint32_t, const unsigned char *, uint32_t);
     X(prepared_transaction_offset) X(properties_str) X(store_timestamp) X(body_crc)          \
     X(physical_offset) X(queue_offset) X(total_size) X(magic_code) X(TAGS) X(active)         \
     X(on_append) X(commitlog) X(queue) X(topic_queue_table) X(encoder) X(_topics) X(_pairs)  \
-    X(_cq_cache) X(_listeners) X(flush_service) X(clock)
+    X(_cq_cache) X(_listeners) X(flush_service) X(clock) X(flushed_where) X(_soon_call)     \
+    X(sync) X(_max_dirty)
 
 #define DECLARE(n) static PyObject *s_##n;
 NAMES(DECLARE)
@@ -312,6 +313,8 @@ static PyObject **const store_names[] = {
 };
 static PyObject **const cl_names[] = {&s_last_store_timestamp, NULL};
 static PyObject **const files_names[] = {&s_files, NULL};
+static PyObject **const queue_names[] = {&s_files, &s_flushed_where, NULL};
+static PyObject **const flush_names[] = {&s__soon_call, NULL};
 static PyObject **const cq_names[] = {&s_max_physic_offset, NULL};
 
 /* ---------------------------------------------------------------------------------------- */
@@ -352,7 +355,9 @@ typedef struct {
     /* Settings the store fixes in __init__ (max_message_size, the commitlog file size,
      * whether the flush service acts on appends, the index service and reactor). */
     int64_t max_body, cl_file_size;
-    int flush_active, has_index;
+    int flush_active, flush_sync, has_index;
+    int64_t max_dirty;        /* FlushService._max_dirty */
+    PyObject *flush_dict;
     PyObject *reactor;
     /* Caches of pure functions of a record's values, filled from the encoder's caches:
      * the last (born, store) host pair -> its encoder tuple, the last topic -> (topic
@@ -378,7 +383,7 @@ typedef struct {
     X(store) X(fallback) X(crc) X(append_type) X(put_type) X(append_ok) X(put_ok)            \
     X(schedule_topic) X(listener_failed) X(rec_type) X(mf_type) X(commitlog) X(table)        \
     X(topics) X(pairs) X(cq_cache) X(listeners) X(flush) X(seconds) X(store_dict) X(cl_dict) \
-    X(queue_dict) X(reactor) X(c_born) X(c_store) X(c_pair) X(c_topic) X(c_topic_t)
+    X(queue_dict) X(flush_dict) X(reactor) X(c_born) X(c_store) X(c_pair) X(c_topic) X(c_topic_t)
 
 static int
 putpath_traverse(PutPath *self, visitproc visit, void *arg)
@@ -522,7 +527,8 @@ putpath_init(PutPath *self, PyObject *args, PyObject *kwds)
         !(self->flush = PyObject_GetAttr(store, s_flush_service)) ||
         !(self->store_dict = instance_dict(store, store_names)) ||
         !(self->cl_dict = instance_dict(cl, cl_names)) ||
-        !(self->queue_dict = instance_dict(queue, files_names)) ||
+        !(self->queue_dict = instance_dict(queue, queue_names)) ||
+        !(self->flush_dict = instance_dict(self->flush, flush_names)) ||
         !(self->reactor = PyObject_GetAttr(store, s_reactor)))
         goto done;
     /* The settings fixed at construction. */
@@ -542,6 +548,14 @@ putpath_init(PutPath *self, PyObject *args, PyObject *kwds)
     Py_CLEAR(v);
     if (!(v = PyObject_GetAttr(self->flush, s_active)) ||
         (self->flush_active = PyObject_IsTrue(v)) < 0)
+        goto done;
+    Py_CLEAR(v);
+    if (!(v = PyObject_GetAttr(self->flush, s_sync)) ||
+        (self->flush_sync = PyObject_IsTrue(v)) < 0)
+        goto done;
+    Py_CLEAR(v);
+    if (!(v = PyObject_GetAttr(self->flush, s__max_dirty)) ||
+        ((self->max_dirty = PyLong_AsLongLong(v)) == -1 && PyErr_Occurred()))
         goto done;
     Py_CLEAR(v);
     if (!(v = PyObject_GetAttr(store, s_index)))
@@ -1252,8 +1266,34 @@ putpath_put(PutPath *self, PyObject *rec)
 
     /* The flush policy: under ASYNC_FLUSH without a reactor there is nothing to do. */
     PyObject *flushed = Py_None;
-    if (self->flush_active && !(flushed = keep(&sc, PyObject_CallMethodNoArgs(self->flush, s_on_append))))
-        goto error;
+    if (self->flush_active) {
+        /* FlushService.on_append's ASYNC_FLUSH test written out (a Python call per put
+         * otherwise): it only acts once _soon_call is None and max_dirty bytes wait. */
+        int call = 1;
+        if (!self->flush_sync) {
+            PyObject *soon = DGET_B(self->flush_dict, _soon_call);
+            if (soon == NULL && PyErr_Occurred())
+                goto error;
+            if (soon != NULL && soon != Py_None) {
+                call = 0;
+            } else if (soon == Py_None) {
+                PyObject *fl = DGET_B(self->queue_dict, files);
+                int64_t fw, lf, lw;
+                if (fl != NULL && PyList_CheckExact(fl) && PyList_GET_SIZE(fl) > 0 &&
+                    Py_TYPE(PyList_GET_ITEM(fl, PyList_GET_SIZE(fl) - 1)) ==
+                        (PyTypeObject *)self->mf_type &&
+                    I64_OK(MF_B(PyList_GET_ITEM(fl, PyList_GET_SIZE(fl) - 1),
+                                file_from_offset), &lf) &&
+                    I64_OK(MF_B(PyList_GET_ITEM(fl, PyList_GET_SIZE(fl) - 1),
+                                wrote_position), &lw) &&
+                    I64_OK(DGET_B(self->queue_dict, flushed_where), &fw))
+                    call = lf + lw - fw >= self->max_dirty;
+                PyErr_Clear(); /* anything odd: on_append itself decides (and raises) */
+            }
+        }
+        if (call && !(flushed = keep(&sc, PyObject_CallMethodNoArgs(self->flush, s_on_append))))
+            goto error;
+    }
     PyObject *one = keep(&sc, PyLong_FromLong(1));
     if (one == NULL)
         goto error;

@@ -341,6 +341,26 @@ def test_sync_flush_put_waits_for_the_flush(tmp_path):
     s.shutdown()
 
 
+def test_async_flush_soon_call_armed_at_the_same_put(tmp_path):
+    """With a reactor under ASYNC_FLUSH, the put that leaves max-dirty bytes unflushed arms
+    the flush for the next turn, on both paths; the flush then runs."""
+    armed = {}
+    for native in (True, False):
+        reactor = Clock()
+        s = make_store(tmp_path / str(native), native=native, cl_size=1 << 20,
+                       cq_units=1000, reactor=reactor, flush_commit_log_max_dirty_pages=1)
+        for i in range(100):
+            s.put_message(plain(i))
+            if s.flush_service._soon_call is not None:
+                armed[native] = i
+                break
+        reactor.advance(0)
+        assert s.flush_service._soon_call is None
+        assert s.commitlog.queue.flushed_where == s.commitlog.max_offset
+        s.shutdown()
+    assert armed[True] == armed[False] > 5
+
+
 def test_not_running_store_refuses_through_python(tmp_path):
     """A store that is not running answers SERVICE_NOT_AVAILABLE (Python path)."""
     s, seen = counting_store(tmp_path, cl_size=1 << 20, cq_units=1000)
