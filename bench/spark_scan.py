@@ -156,14 +156,17 @@ def plain_projected(root: str, batch: int = 8192) -> Counter:
     return counts
 
 
-def spark_count(spark, root: str, partition_mib: int, batch: int | None = None) -> Counter:
+def spark_count(
+    spark, root: str, partition_mib: int | None = None, batch: int | None = None
+) -> Counter:
     """(b): the data source, topic column only, grouped and counted by Spark."""
     reader = (
         spark.read.format("rocketmq-commitlog")
         .schema("topic STRING")
-        .option("maxPartitionBytes", str(partition_mib * 1024 * 1024))
         .option("minPartitions", str(spark.sparkContext.defaultParallelism))
     )
+    if partition_mib:
+        reader = reader.option("maxPartitionBytes", str(partition_mib * 1024 * 1024))
     if batch:
         reader = reader.option("batchSize", str(batch))
     df = reader.load(root)
@@ -194,9 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size-mib", type=int, default=1030, help="record bytes to generate")
     parser.add_argument("--body", type=int, default=1024, help="body bytes per message")
     parser.add_argument("--master", default="local[*]")
-    parser.add_argument("--partition-mib", type=int, default=1024,
-                        help="maxPartitionBytes (the data source also cuts at least "
-                        "defaultParallelism equal partitions)")
+    parser.add_argument("--partition-mib", type=int, default=None,
+                        help="the data source's maxPartitionBytes (default: its own, 1 GiB; "
+                        "it cuts whole waves of defaultParallelism equal partitions)")
     parser.add_argument("--batch-size", type=int, default=None,
                         help="the data source's batchSize option (default: its own default)")
     parser.add_argument("--repeat", type=int, default=8,
