@@ -259,6 +259,16 @@ static PyObject *item(PyObject *seq, Py_ssize_t i) {
     return v;
 }
 
+/* Whether ``v`` can lead back to an object holding it: a tracked GC object, except a tuple
+ * whose items cannot (CPython's own rule for untracking tuples). */
+static int may_cycle(PyObject *v) {
+    if (!PyObject_IS_GC(v) || !PyObject_GC_IsTracked(v)) return 0;
+    if (!PyTuple_CheckExact(v)) return 1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v); i++)
+        if (may_cycle(PyTuple_GET_ITEM(v, i))) return 1;
+    return 0;
+}
+
 /* MessageRecord(*vals[:REC_ARGS]) (new reference). */
 static PyObject *make_record(Sender *s, PyObject *const *vals) {
     if (s->rec_n == 0) return PyObject_Vectorcall(s->record_cls, vals, REC_ARGS, NULL);
@@ -270,6 +280,14 @@ static PyObject *make_record(Sender *s, PyObject *const *vals) {
         Py_INCREF(v);
         *(PyObject **)((char *)o + s->rec_off[i]) = v;
     }
+    /* A record of strings, bytes, ints, a str->str dict and (host, port) tuples cannot be
+     * part of a reference cycle, so the cyclic GC need not see it, as CPython stops seeing
+     * dicts and tuples of such values. It matters: the store keeps each record until the
+     * index drain, long enough to reach the older generations, whose growth then triggers
+     * full collections (about 1.5-2.5 us per message measured in bench --cpu). */
+    for (int i = 0; i < s->rec_n; i++)
+        if (may_cycle(*(PyObject **)((char *)o + s->rec_off[i]))) return o;
+    PyObject_GC_UnTrack(o);
     return o;
 }
 

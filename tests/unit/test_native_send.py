@@ -5,6 +5,7 @@ side effect) for anything it does not fully understand."""
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import struct
@@ -494,3 +495,32 @@ def test_mutated_bytes_same_outcome(tmp_path_factory, flips, cuts):
         start = max(start, cut)
     c, py = pair.outcomes()
     assert c == py
+
+
+def _captured_records(tmp_path, peer=None):
+    b = Broker(tmp_path, fused=True)
+    b.feed(plain_frame(opaque=1))
+    real = b.ctx.store.put_message
+    sample = real(b.ctx.store.look_message_by_offset(0))
+    recs = []
+    b.ctx.store.put_message = lambda rec: recs.append(rec) or sample
+    if peer is not None:
+        b.proto.peer = peer
+    b.feed(plain_frame(opaque=2))
+    b.ctx.store.put_message = real
+    b.ctx.store.shutdown()
+    return recs
+
+
+def test_plain_record_is_left_out_of_the_cyclic_gc(tmp_path):
+    """A record of strings, ints, bytes, a str dict and host tuples cannot be in a cycle: C
+    untracks it (as CPython untracks such dicts and tuples)."""
+    (rec,) = _captured_records(tmp_path)
+    assert not gc.is_tracked(rec)
+
+
+def test_record_holding_a_container_stays_tracked(tmp_path):
+    """A field that could lead back to the record (a list inside the born host) keeps the
+    record visible to the cyclic GC."""
+    (rec,) = _captured_records(tmp_path, peer=("192.168.1.20", [4242]))
+    assert gc.is_tracked(rec)
