@@ -2,8 +2,8 @@
  * broker/index/index_file.py put_entries): the key hashes of queued records and the
  * entry / hash-slot writes, byte for byte what the Python loops do.
  *
- * index_gather() stops at the first queued item it does not handle (a put_messages batch,
- * KEYS with several tokens, non-str properties, odd fields) and says where: the Python path
+ * index_gather() stops at the first queued item it does not handle (KEYS with several
+ * tokens, non-str properties, odd fields) and says where: the Python path
  * indexes that item and calls again. index_put_entries() checks every input before it
  * writes anything.
  */
@@ -15,6 +15,7 @@
 #include "index.h"
 
 static PyObject *s_topic, *s_properties, *s_physical_offset, *s_store_timestamp;
+static PyObject *s_records, *s_offsets, *s_ts;
 
 int
 store_index_init(void)
@@ -22,7 +23,10 @@ store_index_init(void)
     if (!(s_topic = PyUnicode_InternFromString("topic")) ||
         !(s_properties = PyUnicode_InternFromString("properties")) ||
         !(s_physical_offset = PyUnicode_InternFromString("physical_offset")) ||
-        !(s_store_timestamp = PyUnicode_InternFromString("store_timestamp")))
+        !(s_store_timestamp = PyUnicode_InternFromString("store_timestamp")) ||
+        !(s_records = PyUnicode_InternFromString("records")) ||
+        !(s_offsets = PyUnicode_InternFromString("offsets")) ||
+        !(s_ts = PyUnicode_InternFromString("ts")))
         return -1;
     return 0;
 }
@@ -104,13 +108,123 @@ push(PyObject *lists[3], int32_t h, int64_t off, int64_t ts)
     return rc;
 }
 
+/* The entries of one message (topic, properties, commitlog offset, store time), as
+ * build_index_batch gathers them: appended to `lists`, `*last` and `*done` advanced.
+ * Returns 0, 1 when the message is not one this path takes (nothing appended, no error
+ * set), -1 on error. */
+static int
+gather_msg(PyObject *topic, PyObject *props, int64_t off, int64_t ts, PyObject *keys_name,
+           PyObject *uniq_name, PyObject *lists[3], long long *last, Py_ssize_t *done)
+{
+    if (!PyUnicode_CheckExact(topic) || !PyDict_CheckExact(props))
+        return 1;
+    PyObject *keys = PyDict_GetItemWithError(props, keys_name);
+    PyObject *uniq = keys || !PyErr_Occurred() ? PyDict_GetItemWithError(props, uniq_name)
+                                               : NULL;
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return 1;
+    }
+    /* Only None or a str (Python's truth test and `in` of anything else may differ or
+     * raise), and a KEYS without the separator. */
+    if (keys == Py_None)
+        keys = NULL;
+    if (uniq == Py_None)
+        uniq = NULL;
+    if ((keys && !PyUnicode_CheckExact(keys)) || (uniq && !PyUnicode_CheckExact(uniq)))
+        return 1;
+    if (keys && PyUnicode_FindChar(keys, ' ', 0, PyUnicode_GET_LENGTH(keys), 1) != -1) {
+        PyErr_Clear(); /* -2: an error, treated as "not ours" */
+        return 1;
+    }
+    if (keys && PyUnicode_GET_LENGTH(keys) == 0)
+        keys = NULL;
+    if (uniq && PyUnicode_GET_LENGTH(uniq) == 0)
+        uniq = NULL;
+    if ((*last >= 0 && off <= *last) || !(keys || uniq))
+        return 0;
+    int32_t hu = 0, hk = 0;
+    int with_uniq = !keys || (uniq && PyUnicode_Compare(uniq, keys) != 0);
+    if ((with_uniq && !key_hash(topic, uniq, &hu)) || (keys && !key_hash(topic, keys, &hk)))
+        return 1;
+    if ((with_uniq && push(lists, hu, off, ts) < 0) || (keys && push(lists, hk, off, ts) < 0))
+        return -1;
+    *last = off;
+    (*done)++;
+    return 0;
+}
+
+/* A put_messages batch queued as (topic, BatchStamp): every record or none (the Python
+ * path takes the whole item). */
+static int
+gather_batch(PyObject *item, PyObject *rec_type, PyObject *keys_name, PyObject *uniq_name,
+             PyObject *lists[3], long long *last, Py_ssize_t *done)
+{
+    if (PyTuple_GET_SIZE(item) != 2)
+        return 1;
+    PyObject *topic = PyTuple_GET_ITEM(item, 0), *stamp = PyTuple_GET_ITEM(item, 1);
+    PyObject *recs = PyObject_GetAttr(stamp, s_records);
+    PyObject *offs = recs ? PyObject_GetAttr(stamp, s_offsets) : NULL;
+    int64_t ts;
+    int rc = 1;
+    if (!offs || !attr_i64(stamp, s_ts, &ts) || !PyList_CheckExact(recs) ||
+        !PyList_CheckExact(offs) || PyList_GET_SIZE(recs) != PyList_GET_SIZE(offs)) {
+        PyErr_Clear();
+        goto done;
+    }
+    /* Gathered apart first, so that a record this path does not take leaves nothing. */
+    PyObject *tmp[3] = {PyList_New(0), PyList_New(0), PyList_New(0)};
+    long long tlast = *last;
+    Py_ssize_t tdone = 0;
+    rc = tmp[0] && tmp[1] && tmp[2] ? 0 : -1;
+    for (Py_ssize_t k = 0; rc == 0 && k < PyList_GET_SIZE(recs); k++) {
+        PyObject *r = PyList_GET_ITEM(recs, k);
+        PyObject *o = PyList_GET_ITEM(offs, k);
+        int overflow = 0;
+        int64_t off = PyLong_CheckExact(o) ? PyLong_AsLongLongAndOverflow(o, &overflow) : 0;
+        if (Py_TYPE(r) != (PyTypeObject *)rec_type || !PyLong_CheckExact(o) || overflow ||
+            (off == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            rc = 1;
+            break;
+        }
+        Py_INCREF(r);
+        PyObject *props = PyObject_GetAttr(r, s_properties);
+        if (props == NULL) {
+            PyErr_Clear();
+            rc = 1;
+        } else {
+            rc = gather_msg(topic, props, off, ts, keys_name, uniq_name, tmp, &tlast, &tdone);
+            Py_DECREF(props);
+        }
+        Py_DECREF(r);
+    }
+    for (int j = 0; rc == 0 && j < 3; j++) {
+        Py_ssize_t n = PyList_GET_SIZE(lists[j]);
+        if (PyList_SetSlice(lists[j], n, n, tmp[j]) < 0)
+            rc = -1;
+    }
+    if (rc == 0) {
+        *last = tlast;
+        *done += tdone;
+    }
+    Py_XDECREF(tmp[0]);
+    Py_XDECREF(tmp[1]);
+    Py_XDECREF(tmp[2]);
+done:
+    Py_XDECREF(recs);
+    Py_XDECREF(offs);
+    return rc;
+}
+
 PyDoc_STRVAR(gather_doc,
 "index_gather(pending, start, last, record_type, keys_name, uniq_name)\n"
 "    -> (hashes, phys, stamps, indexed, stop, last)\n\n"
 "The index entries of pending[start:stop] as IndexService.build_index_batch gathers them\n"
-"(UNIQ_KEY then KEYS, a KEYS equal to UNIQ_KEY once, records at or below `last` skipped),\n"
-"stopping at the first item that is not a `record_type` with str / None KEYS (one token)\n"
-"and UNIQ_KEY: the caller indexes pending[stop] itself.");
+"(UNIQ_KEY then KEYS, a KEYS equal to UNIQ_KEY once, records at or below `last` skipped);\n"
+"an item is a `record_type` or a put_messages batch (topic, BatchStamp). Stops at the first\n"
+"item with a record whose KEYS / UNIQ_KEY are not None or str (KEYS of one token): the\n"
+"caller indexes pending[stop] itself.");
 
 static PyObject *
 index_gather(PyObject *mod, PyObject *args)
@@ -127,57 +241,23 @@ index_gather(PyObject *mod, PyObject *args)
         goto error;
     for (; i < PyList_GET_SIZE(pending); i++) {
         PyObject *item = PyList_GET_ITEM(pending, i);
-        if (Py_TYPE(item) != (PyTypeObject *)rec_type)
-            break;
+        int rc = 1;
         Py_INCREF(item);
-        PyObject *topic = PyObject_GetAttr(item, s_topic);
-        PyObject *props = PyObject_GetAttr(item, s_properties);
-        int64_t off, ts;
-        int plain = topic && props && PyUnicode_CheckExact(topic) && PyDict_CheckExact(props) &&
-                    attr_i64(item, s_physical_offset, &off) &&
-                    attr_i64(item, s_store_timestamp, &ts);
-        PyObject *keys = plain ? PyDict_GetItemWithError(props, keys_name) : NULL;
-        PyObject *uniq = plain && !PyErr_Occurred() ? PyDict_GetItemWithError(props, uniq_name)
-                                                    : NULL;
-        if (PyErr_Occurred())
-            plain = 0;
-        /* Only None or a str (Python's truth test and `in` of anything else may differ or
-         * raise), and a KEYS without the separator. */
-        if (plain && keys == Py_None)
-            keys = NULL;
-        if (plain && uniq == Py_None)
-            uniq = NULL;
-        if (plain && ((keys && !PyUnicode_CheckExact(keys)) ||
-                      (uniq && !PyUnicode_CheckExact(uniq))))
-            plain = 0;
-        if (plain && keys && PyUnicode_FindChar(keys, ' ', 0, PyUnicode_GET_LENGTH(keys), 1) != -1)
-            plain = 0;
-        if (keys && PyUnicode_GET_LENGTH(keys) == 0)
-            keys = NULL;
-        if (uniq && PyUnicode_GET_LENGTH(uniq) == 0)
-            uniq = NULL;
-        int rc = 0; /* 1: stop here */
-        if (!plain) {
-            rc = 1;
-        } else if (!(last >= 0 && off <= last) && (keys || uniq)) {
-            int32_t hu = 0, hk = 0;
-            int two = keys && uniq && PyUnicode_Compare(uniq, keys) != 0;
-            if ((two || !keys) && !key_hash(topic, uniq, &hu))
-                rc = 1;
-            else if (keys && !key_hash(topic, keys, &hk))
-                rc = 1;
-            else if (((two || !keys) && push(lists, hu, off, ts) < 0) ||
-                     (keys && push(lists, hk, off, ts) < 0))
-                rc = -1;
-            else {
-                last = off;
-                done++;
-            }
+        if (PyTuple_CheckExact(item)) {
+            rc = gather_batch(item, rec_type, keys_name, uniq_name, lists, &last, &done);
+        } else if (Py_TYPE(item) == (PyTypeObject *)rec_type) {
+            PyObject *topic = PyObject_GetAttr(item, s_topic);
+            PyObject *props = topic ? PyObject_GetAttr(item, s_properties) : NULL;
+            int64_t off, ts;
+            if (props && attr_i64(item, s_physical_offset, &off) &&
+                attr_i64(item, s_store_timestamp, &ts))
+                rc = gather_msg(topic, props, off, ts, keys_name, uniq_name, lists, &last,
+                                &done);
+            if (rc > 0)
+                PyErr_Clear(); /* a stop, not an error: the Python path meets it again */
+            Py_XDECREF(topic);
+            Py_XDECREF(props);
         }
-        if (rc >= 0)
-            PyErr_Clear(); /* a stop, not an error: the Python path meets it again */
-        Py_XDECREF(topic);
-        Py_XDECREF(props);
         Py_DECREF(item);
         if (rc < 0)
             goto error;

@@ -180,9 +180,9 @@ class StoreDispatch:
         if native is None:
             index.build_index_batch(_index_items(pending))
             return
-        # The C gather takes runs of plain records (one KEYS token, str properties); an
-        # item it stops at, and the put_messages batches right after it, take the Python
-        # batch path. Same entries, in the same order, as one build_index_batch.
+        # The C gather takes runs of records and batches with one KEYS token and str
+        # properties; an item it stops at takes the Python batch path. Same entries, in the
+        # same order, as one build_index_batch.
         i, n = 0, len(pending)
         while i < n:
             hashes, phys, stamps, _, i, _ = native.index_gather(
@@ -190,11 +190,8 @@ class StoreDispatch:
                 PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
             index.put_entries(hashes, phys, stamps)
             if i < n:
-                j = i + 1
-                while j < n and type(pending[j]) is tuple:
-                    j += 1
-                index.build_index_batch(_index_items(pending[i:j]))
-                i = j
+                index.build_index_batch(_index_items(pending[i : i + 1]))
+                i += 1
 
     def add_arrival_listener(self, fn) -> None:
         """``fn(topic, queue_id, queue_offset, tags_code, record)`` after each record reaches

@@ -181,9 +181,10 @@ def test_identical_bytes_for_unusual_records(tmp_path, make):
     assert native == python
 
 
-def test_identical_index_with_batches_and_file_rolls(tmp_path):
-    """Single puts (C gather and entry writer) mixed with put_messages batches and
-    several-token KEYS (Python batch path), over enough keys to roll index files: the same
+@pytest.mark.parametrize("listeners", [False, True], ids=["batch-stamps", "stamped-records"])
+def test_identical_index_with_batches_and_file_rolls(tmp_path, listeners):
+    """Single puts mixed with put_messages batches (queued whole without listeners, record
+    by record with) and several-token KEYS, over enough keys to roll index files: the same
     index files on both paths."""
     recs = []
     for i in range(150):
@@ -196,8 +197,8 @@ def test_identical_index_with_batches_and_file_rolls(tmp_path):
         else:
             recs.append(MessageRecord(topic="T", body=b"y" * i, queue_id=i % 2,
                                       properties=props))
-    native, python = put_both(tmp_path, recs, [0.37] * len(recs), cl_size=1 << 20,
-                              cq_units=1000)
+    native, python = put_both(tmp_path, recs, [0.37] * len(recs), listeners=listeners,
+                              cl_size=1 << 20, cq_units=1000)
     assert native == python
     assert sum(name.startswith("index") for name in native[3]) >= 2
 
