@@ -930,6 +930,23 @@ putpath_put(PutPath *self, PyObject *rec)
     /* --- checks: nothing below changes any state until "side effects" ------------------- */
     if (Py_TYPE(rec) != (PyTypeObject *)self->rec_type)
         FALLBACK;
+    /* Store time: int(clock.seconds() * 1000), as Python computes it. Read first: the
+     * clock is Python code, nothing read after it can have changed under this put. */
+    PyObject *now = keep(&sc, PyObject_CallNoArgs(self->seconds));
+    int64_t ts;
+    if (now == NULL)
+        FALLBACK;
+    if (PyFloat_CheckExact(now)) {
+        double d = PyFloat_AS_DOUBLE(now) * 1000.0;
+        if (!(d > -9.2e18 && d < 9.2e18)) /* NaN too */
+            FALLBACK;
+        ts = (int64_t)d; /* C truncates toward zero, as int() */
+    } else if (!as_i64(now, INT64_MIN / 1000, INT64_MAX / 1000, &ts)) {
+        FALLBACK;
+    } else {
+        ts *= 1000;
+    }
+
     if (state_get(self) < 0 || self->st.running != Py_True || self->st.behind != Py_None)
         FALLBACK;
     PyObject *body = REC(body);
@@ -1132,22 +1149,6 @@ putpath_put(PutPath *self, PyObject *rec)
         cffo + cpos != qoff * 20 || offset + size <= mpo || (first_create && cpos == 0))
         FALLBACK;
 
-    /* Store time: int(clock.seconds() * 1000), as Python computes it. */
-    PyObject *now = keep(&sc, PyObject_CallNoArgs(self->seconds));
-    int64_t ts;
-    if (now == NULL)
-        FALLBACK;
-    if (PyFloat_CheckExact(now)) {
-        double d = PyFloat_AS_DOUBLE(now) * 1000.0;
-        if (!(d > -9.2e18 && d < 9.2e18)) /* NaN too */
-            FALLBACK;
-        ts = (int64_t)d; /* C truncates toward zero, as int() */
-    } else if (!as_i64(now, INT64_MIN / 1000, INT64_MAX / 1000, &ts)) {
-        FALLBACK;
-    } else {
-        ts *= 1000;
-    }
-
     /* Body CRC through the same function as the Python path (zlib-ng's when installed). */
     int32_t crc;
     if (self->crc_c != NULL && blen <= (Py_ssize_t)UINT32_MAX) {
@@ -1163,9 +1164,7 @@ putpath_put(PutPath *self, PyObject *rec)
         crc = (int32_t)(crc_full & 0x7FFFFFFF);
     }
 
-    /* The two mappings, held only while writing (an mmap with exports cannot close). The
-     * clock and CRC calls above may have run Python code: the positions read before are
-     * still those of the objects held, and the buffer lengths are checked here. */
+    /* The two mappings, held only while writing (an mmap with exports cannot close). */
     PyObject *mm = MF(mf, mm), *cmm = MF(cmf, mm);
     if (mm == NULL || cmm == NULL)
         FALLBACK;
