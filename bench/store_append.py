@@ -8,7 +8,8 @@ Store: N messages of ``--body`` bytes through ``MessageStore.put_message`` under
 separately, as RocketMQ's reput thread builds them off the put path). ``put_message`` is the C
 put path (``broker._native._store``) when the extension is built, the pure-Python one when it
 is not, under ``RMQ_EMU_NO_NATIVE=1`` or with ``--python``; the output names the one that ran.
-``put_messages`` (``--batch`` k > 1) is Python either way.
+``put_messages`` (``--batch`` k > 1) is Python either way. The index catch-up uses the C
+gather / entry writer under the same conditions (``--python``: the Python index path too).
 Floor: the same records pre-encoded (``encode_record``, made before any timing), copied with
 slice assignment into a prewarmed mmap of the same size. Both files are preallocated and pre-touched before timing.
 Prints messages/s for both and the ratio store/floor (target >= 0.25, goal 0.5). Times are
@@ -37,6 +38,7 @@ from twisted.internet.task import Clock  # noqa: E402
 
 from broker.commitlog.native_put import native_put_active  # noqa: E402
 from broker.commitlog.record import MessageRecord, encode_record  # noqa: E402
+from broker.index import index_file  # noqa: E402
 from broker.store import MessageStore, MessageStoreConfig, PutMessageStatus  # noqa: E402
 
 #: CPU time of this thread (user + system, page faults included): the machine is shared, and
@@ -113,6 +115,7 @@ def run(root: str, records: list[MessageRecord], rounds: int, batch: int, profil
     store = MessageStore(cfg, clock)
     if python:
         vars(store).pop("put_message", None)  # the class's pure-Python method
+        index_file.NATIVE = None  # and the Python index writer
     path = "native C" if native_put_active(store) else "pure Python"
     assert store.load()
     store.start()  # creates and preallocates the first commitlog file
@@ -180,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
                          "a Python method) or the reactor, as the broker passes it (seconds() "
                          "is time.time)")
     ap.add_argument("--python", action="store_true",
-                    help="the pure-Python put_message even when the C extension is built")
+                    help="the pure-Python put_message and index path even when the C "
+                         "extension is built")
     args = ap.parse_args(argv)
     for batch in (int(b) for b in args.batch.split(",")):
         root = tempfile.mkdtemp(prefix="store-bench-", dir=args.dir)
