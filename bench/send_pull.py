@@ -23,6 +23,7 @@ well under a minute with the defaults.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import selectors
@@ -337,6 +338,7 @@ def cpu_costs(n: int = 20000, profile: str | None = None) -> int:
         controller, _ = _start_broker(reactor, store_dir)
         controller.store.load()
         controller.store.start()
+        gc.freeze()  # as `rmq-emu up` / `broker` do once started (broker/cli.py)
         proto = controller.factory.buildProtocol(("127.0.0.1", 1))
         profiler = None
         if profile:
@@ -432,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
                 if controller is None:
                     controller, bport = _start_broker(reactor, store_dir)
                     yield defer.maybeDeferred(controller.start)
+                    gc.freeze()  # as `rmq-emu up` / `broker` do once started (broker/cli.py)
                 send, cpu = yield _phase(reactor, bport, "send", args, profiler=profiler)
                 rate = _report("broker SEND_MESSAGE_V2 1KB", send, cpu)
                 if rate > send_rate:

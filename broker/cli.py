@@ -13,6 +13,7 @@ removed) and the exit status is 0.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import logging
 import os
@@ -114,6 +115,10 @@ def _serve(starter) -> int:
     def boot():
         try:
             yield defer.maybeDeferred(starter, reactor, services)
+            # Everything loaded at start (modules, configs, recovered tables) lives as long as
+            # the process: keep the cyclic GC from walking it again on every full collection
+            # (a busy broker's records in flight trigger them).
+            gc.freeze()
         except CliError as e:
             print(f"rmq-emu: {e}", file=sys.stderr, flush=True)
             outcome["rc"] = 2

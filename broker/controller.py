@@ -128,7 +128,6 @@ class BrokerController:
         self.hold_service = PullRequestHoldService(self.clock,
                                                    self.pull_processor.execute_when_wakeup)
         self.ctx.hold_service = self.hold_service
-        self.store.add_arrival_listener(self._on_arrival)
         self.store.topic_config.add_change_listener(lambda tc: self.schedule_register())
         self.factory = _BrokerServerFactory(self.dispatcher, self.clock,
                                             self._on_connection_closed)
@@ -138,6 +137,9 @@ class BrokerController:
         self.schedule: Any = None
         if enable_schedule:
             self.schedule = self._make_schedule_services()
+        # One store listener for long polling and the schedule services: it runs for every
+        # stored message, and each Python call costs (see bench/send_pull.py).
+        self.store.add_arrival_listener(self._on_arrival)
         self._ports: list[Any] = []
         self._vip_port: int | None = None
         self._loops: list[LoopingCall] = []
@@ -232,7 +234,7 @@ class BrokerController:
         self.store.start()
         if self.schedule is not None:
             self.schedule.load()
-            self.schedule.start()
+            self.schedule.start(listen=False)  # arrivals come through _on_arrival
         self.end_transaction_processor.start()
         self._every(CHANNEL_SCAN_PERIOD_S, self.scan_not_active_channels)
         self._every(FLUSH_CONSUMER_OFFSET_PERIOD_S, self.store.consumer_offsets.persist)
@@ -334,7 +336,14 @@ class BrokerController:
 
     def _on_arrival(self, topic: str, queue_id: int, queue_offset: int, tags_code: int,
                     record: Any = None) -> None:
-        self.hold_service.notify_message_arriving(topic, queue_id, queue_offset + 1, tags_code)
+        """The store's arrival listener: wake held pulls of that queue
+        (``NotifyMessageArrivingListener``), then the schedule services for their topics."""
+        if self.hold_service.table.get((topic, queue_id)):
+            self.hold_service.notify_message_arriving(topic, queue_id, queue_offset + 1,
+                                                      tags_code)
+        schedule = self.schedule
+        if schedule is not None and topic in schedule.ARRIVAL_TOPICS:
+            schedule.on_arrival(topic, queue_id, queue_offset, tags_code, record)
 
     # --- name server ---------------------------------------------------------------------------
     def schedule_register(self) -> None:

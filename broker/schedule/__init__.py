@@ -80,6 +80,9 @@ class ScheduleConfig:
 class ScheduleServices:
     """Delay levels + timer service over one store, on one clock."""
 
+    #: The only topics :meth:`on_arrival` acts on.
+    ARRIVAL_TOPICS = frozenset({RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC})
+
     def __init__(self, store: Any, clock: Any, config: ScheduleConfig | None = None) -> None:
         self.store = store
         self.clock = clock
@@ -96,9 +99,11 @@ class ScheduleServices:
         """Recover the timer's files and cursors."""
         return self.timer.load()
 
-    def start(self) -> None:
-        """Register the arrival listener and start both services."""
-        if not self._listening:
+    def start(self, listen: bool = True) -> None:
+        """Register the arrival listener (unless ``listen`` is False: the owner then forwards
+        arrivals on :data:`ARRIVAL_TOPICS` to :meth:`on_arrival` itself) and start both
+        services."""
+        if listen and not self._listening:
             self.store.add_arrival_listener(self.on_arrival)
             self._listening = True
         self.delay.start()
