@@ -32,6 +32,20 @@ def stop_cluster(namesrv: NameServer, broker: BrokerController) -> None:
     pytest_twisted.blockon(namesrv.stop())
 
 
+async def send_bodies(namesrv_addr: str, topic: str, bodies: list[bytes], *,
+                      group: str = "loopback-p", keys: str | None = None) -> list[Any]:
+    """Send one message per body with a short-lived producer; the SendResults in order."""
+    from client.message import Message
+    from client.producer import Producer
+
+    producer = Producer(group, namesrv_addr, reactor=reactor)
+    await producer.start()
+    try:
+        return [await producer.send(Message(topic, body, keys=keys)) for body in bodies]
+    finally:
+        await producer.shutdown()
+
+
 def sleep(seconds: float) -> defer.Deferred:
     """A Deferred firing after ``seconds`` of reactor time."""
     d: defer.Deferred = defer.Deferred()

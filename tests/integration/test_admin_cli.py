@@ -6,23 +6,13 @@ import json
 import os
 import sys
 
-import pytest
 import pytest_twisted
-from issue7_support import create_topic, start_cluster, stop_cluster, wait_for
+from issue7_support import create_topic, send_bodies, wait_for
 from twisted.internet import reactor, utils
 
 from client.admin_cli import build_parser, execute
 from client.admin_output import format_table, parse_timestamp
-from client.message import Message
-from client.producer import Producer
 from client.push_consumer import PushConsumer
-
-
-@pytest.fixture
-def cluster(tmp_path):
-    namesrv, broker = start_cluster(tmp_path)
-    yield namesrv, broker
-    stop_cluster(namesrv, broker)
 
 
 async def admin(namesrv, *argv: str) -> tuple[int, str]:
@@ -32,13 +22,8 @@ async def admin(namesrv, *argv: str) -> tuple[int, str]:
 
 
 async def _send(namesrv, topic, n, keys=None):
-    producer = Producer("admin-p", namesrv.addr, reactor=reactor)
-    await producer.start()
-    try:
-        return [await producer.send(Message(topic, f"body-{i}".encode(), keys=keys))
-                for i in range(n)]
-    finally:
-        await producer.shutdown()
+    return await send_bodies(namesrv.addr, topic, [f"body-{i}".encode() for i in range(n)],
+                             group="admin-p", keys=keys)
 
 
 @pytest_twisted.ensureDeferred

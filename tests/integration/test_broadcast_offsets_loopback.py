@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
 import pytest_twisted
-from issue7_support import create_topic, start_cluster, stop_cluster, wait_for
+from issue7_support import create_topic, send_bodies, wait_for
 from twisted.internet import reactor
 
 from client.instance import ClientInstance
-from client.message import Message, MessageQueue
-from client.producer import Producer
+from client.message import MessageQueue
 from client.push_consumer import BROADCASTING, PushConsumer
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    namesrv, broker = start_cluster(tmp_path)
-    yield namesrv, broker
-    stop_cluster(namesrv, broker)
-
-
 async def _send(namesrv, topic, bodies):
-    producer = Producer("bc-p", namesrv.addr, reactor=reactor)
-    await producer.start()
-    try:
-        for body in bodies:
-            await producer.send(Message(topic, body))
-    finally:
-        await producer.shutdown()
+    await send_bodies(namesrv.addr, topic, bodies, group="bc-p")
 
 
 async def _consume_until(namesrv, offsets_dir, inbox, count):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import pytest_twisted
-from issue7_support import create_topic, start_cluster, stop_cluster
+from issue7_support import create_topic
 from twisted.internet import defer, reactor
 
 from client.message import Message
@@ -16,13 +16,6 @@ from client.request_reply import (
     request,
     send_reply,
 )
-
-
-@pytest.fixture
-def cluster(tmp_path):
-    namesrv, broker = start_cluster(tmp_path)
-    yield namesrv, broker
-    stop_cluster(namesrv, broker)
 
 
 @pytest_twisted.ensureDeferred

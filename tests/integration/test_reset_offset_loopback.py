@@ -2,35 +2,19 @@
 
 from __future__ import annotations
 
-import pytest
 import pytest_twisted
-from issue7_support import create_topic, sleep, start_cluster, stop_cluster, wait_for
+from issue7_support import create_topic, send_bodies, sleep, wait_for
 from twisted.internet import reactor
 
 from broker.processors.reset_offset import decode_offset_table, loads_lenient, mq_key
 from broker.remoting.client import RemotingClient
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand
-from client.message import Message
-from client.producer import Producer
 from client.push_consumer import BROADCASTING, PushConsumer
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    namesrv, broker = start_cluster(tmp_path)
-    yield namesrv, broker
-    stop_cluster(namesrv, broker)
-
-
 async def _send(namesrv, topic, bodies):
-    producer = Producer("reset-p", namesrv.addr, reactor=reactor)
-    await producer.start()
-    try:
-        for body in bodies:
-            await producer.send(Message(topic, body))
-    finally:
-        await producer.shutdown()
+    await send_bodies(namesrv.addr, topic, bodies, group="reset-p")
 
 
 def _reset_cmd(topic, group, timestamp, force=True):
