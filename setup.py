@@ -9,12 +9,20 @@ from setuptools import Extension, setup
 
 _CFLAGS = ["-O2", "-std=c11", "-Wall", "-Wno-unused-function"]
 
+# One job per file (see each file's head comment): put.c is the check-then-write sequence,
+# the headers next to it the helpers it inlines.
+_STORE_SOURCES = ["put", "putpath_type", "store_attrs", "store_names", "store_module", "index"]
+_STORE_HEADERS = ["putpath", "put_state", "put_publish", "put_props", "put_scratch",
+                  "store_attrs", "store_names", "store_numbers", "index"]
+
 setup(
     ext_modules=[
         # The store's put path (a record into the commitlog mmap, its consume-queue unit) and
         # the index batch (key hashes, entries and hash slots).
-        Extension("broker._native._store", ["broker/_native/store.c", "broker/_native/index.c"],
-                  depends=["broker/_native/index.h"], extra_compile_args=_CFLAGS, optional=True),
+        Extension("broker._native._store",
+                  [f"broker/_native/{name}.c" for name in _STORE_SOURCES],
+                  depends=[f"broker/_native/{name}.h" for name in _STORE_HEADERS],
+                  extra_compile_args=_CFLAGS, optional=True),
         # The fused SEND_MESSAGE_V2 path: frames and JSON headers cut and checked in C.
         Extension("broker._native._send", ["broker/_native/send.c"],
                   depends=["broker/_native/send_json.h"],

@@ -1,0 +1,140 @@
+/* After a put's bytes are in: the arrival listeners, the index queue and the result tuples,
+ * as StoreDispatch._dispatch and CommitLog.append do them. Used by put.c alone. */
+#ifndef RMQ_EMU_PUT_PUBLISH_H
+#define RMQ_EMU_PUT_PUBLISH_H
+
+#include <Python.h>
+
+#include "put_state.h"
+#include "putpath.h"
+#include "store_names.h"
+
+/* Build a tuple-subclass result with the given items (references are not stolen). */
+static PyObject *
+make_result(PyObject *type, PyObject **items, Py_ssize_t n)
+{
+    PyTypeObject *tp = (PyTypeObject *)type;
+    PyObject *t = tp->tp_alloc(tp, n);
+    if (t == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_INCREF(items[i]);
+        PyTuple_SET_ITEM(t, i, items[i]);
+    }
+    return t;
+}
+
+/* Arrival listeners, as StoreDispatch._dispatch calls them: in list order (a listener
+ * removing itself is seen as Python's list iterator sees it); an Exception is logged by
+ * the Python helper and the next listener runs; a BaseException propagates. */
+static int
+call_listeners(PutPath *self, PyObject *const *args)
+{
+    PyObject *ls = self->listeners;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ls); i++) {
+        PyObject *fn = PyList_GET_ITEM(ls, i);
+        Py_INCREF(fn);
+        PyObject *r = PyObject_Vectorcall(fn, args, 5, NULL);
+        if (r != NULL) {
+            Py_DECREF(r);
+            Py_DECREF(fn);
+            continue;
+        }
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+            Py_DECREF(fn);
+            return -1;
+        }
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (tb != NULL)
+            PyException_SetTraceback(value, tb);
+        PyObject *lr = PyObject_CallFunctionObjArgs(self->listener_failed, fn, value, NULL);
+        if (lr == NULL)
+            PyErr_WriteUnraisable(self->listener_failed);
+        Py_XDECREF(lr);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        Py_DECREF(fn);
+    }
+    return 0;
+}
+
+/* Queue the record for the index as _dispatch does: drained inline past the limit, else on
+ * the next reactor turn. */
+static int
+queue_index(PutPath *self, PyObject *rec)
+{
+    PyObject *store = self->store;
+    if (!self->has_index)
+        return 0;
+    PyObject *pending = state_attr(self, &self->st.pending, s__index_pending);
+    if (pending == NULL)
+        return -1;
+    int rc = -1;
+    PyObject *limit = NULL, *call = NULL, *running = NULL, *drain = NULL;
+    PyObject *reactor = self->reactor;
+    PyObject *r = NULL, *nobj = NULL;
+    if (PyList_CheckExact(pending)) {
+        if (PyList_Append(pending, rec) < 0)
+            goto done;
+    } else {
+        PyObject *a = PyObject_CallMethod(pending, "append", "O", rec);
+        if (a == NULL)
+            goto done;
+        Py_DECREF(a);
+    }
+    Py_ssize_t n = PyObject_Length(pending);
+    if (n < 0 || !(limit = state_attr(self, &self->st.limit, s_index_drain_limit)))
+        goto done;
+    int over;
+    if (PyLong_CheckExact(limit)) {
+        int overflow;
+        long long lim = PyLong_AsLongLongAndOverflow(limit, &overflow);
+        over = overflow > 0 ? 0 : overflow < 0 ? 1 : n >= lim;
+    } else {
+        if (!(nobj = PyLong_FromSsize_t(n)))
+            goto done;
+        if ((over = PyObject_RichCompareBool(nobj, limit, Py_GE)) < 0)
+            goto done;
+    }
+    if (over) {
+        if (!(r = PyObject_CallMethodNoArgs(store, s__drain_index)))
+            goto done;
+        rc = 0;
+        goto done;
+    }
+    if (!(call = state_attr(self, &self->st.call, s__index_call)))
+        goto done;
+    if (call == Py_None && reactor != Py_None) {
+        if (!(running = state_attr(self, &self->st.running, s_running)))
+            goto done;
+        int truth = PyObject_IsTrue(running);
+        if (truth < 0)
+            goto done;
+        if (truth) {
+            if (!(drain = PyObject_GetAttr(store, s__drain_index)))
+                goto done;
+            PyObject *zero = PyLong_FromLong(0);
+            if (zero == NULL)
+                goto done;
+            r = PyObject_CallMethodObjArgs(reactor, s_callLater, zero, drain, NULL);
+            Py_DECREF(zero);
+            if (r == NULL || store_set(self, s__index_call, r, &self->st.call) < 0)
+                goto done;
+        }
+    }
+    rc = 0;
+done:
+    Py_XDECREF(nobj);
+    Py_XDECREF(r);
+    Py_XDECREF(drain);
+    Py_XDECREF(running);
+    Py_XDECREF(call);
+    Py_XDECREF(limit);
+    Py_DECREF(pending);
+    return rc;
+}
+
+#endif
