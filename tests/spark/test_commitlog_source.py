@@ -228,6 +228,39 @@ def test_fail_fast_raises_on_a_corrupt_record(spark, store, tmp_path):
         _load(spark, root, columns="topic", failFast="true").collect()
 
 
+def test_user_schema_without_error_column_fails_on_a_corrupt_record(spark, store, tmp_path):
+    """A user schema without _error has nowhere to report a corrupt record: the job fails."""
+    root, _ = _corrupt_copy(store, tmp_path, 9)
+    narrow = spark.read.format("rocketmq-commitlog").schema("topic string").load(root)
+    with pytest.raises(Exception, match="MAGICCODE"):
+        narrow.groupBy("topic").count().collect()
+
+
+def test_topic_count_equals_the_plain_scan(spark, store):
+    """The bench's two sides agree: Spark's count per topic over a narrow schema equals a
+    plain scan_columns loop over the files, and both equal what was sent."""
+    import mmap
+    from collections import Counter
+
+    from broker.commitlog.record_scan import scan_columns
+
+    plain: Counter = Counter()
+    directory = os.path.join(store.root, "commitlog")
+    for name in sorted(os.listdir(directory)):
+        with open(os.path.join(directory, name), "rb") as fh:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            plain.update(scan_columns(mm, 0, fields=("topic",)).columns["topic"])
+        finally:
+            mm.close()
+    df = (
+        spark.read.format("rocketmq-commitlog").schema("topic STRING")
+        .option("minPartitions", "2").load(store.root)
+    )
+    counted = Counter({r["topic"]: r["count"] for r in df.groupBy("topic").count().collect()})
+    assert counted == plain == Counter(r.topic for r in store.records)
+
+
 def test_reading_stops_at_the_written_end(spark, store):
     """The zero tail of the last file yields no rows: the count is the number sent."""
     assert _load(spark, store.root, columns="topic").count() == len(store.records)
