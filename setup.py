@@ -14,6 +14,8 @@ _CFLAGS = ["-O2", "-std=c11", "-Wall", "-Wno-unused-function"]
 _STORE_SOURCES = ["put", "putpath_type", "store_attrs", "store_names", "store_module", "index"]
 _STORE_HEADERS = ["putpath", "put_state", "put_publish", "put_props", "put_scratch",
                   "store_attrs", "store_names", "store_numbers", "index"]
+_SEND_SOURCES = ["send_frame", "send_type", "send_module"]
+_SEND_HEADERS = ["send", "send_json", "send_out", "send_record", "send_run"]
 
 setup(
     ext_modules=[
@@ -24,8 +26,9 @@ setup(
                   depends=[f"broker/_native/{name}.h" for name in _STORE_HEADERS],
                   extra_compile_args=_CFLAGS, optional=True),
         # The fused SEND_MESSAGE_V2 path: frames and JSON headers cut and checked in C.
-        Extension("broker._native._send", ["broker/_native/send.c"],
-                  depends=["broker/_native/send_json.h"],
+        Extension("broker._native._send",
+                  [f"broker/_native/{name}.c" for name in _SEND_SOURCES],
+                  depends=[f"broker/_native/{name}.h" for name in _SEND_HEADERS],
                   extra_compile_args=_CFLAGS, optional=True),
     ],
 )

@@ -229,6 +229,7 @@ PyDoc_STRVAR(gather_doc,
 static PyObject *
 index_gather(PyObject *mod, PyObject *args)
 {
+    (void)mod;
     PyObject *pending, *rec_type, *keys_name, *uniq_name;
     Py_ssize_t start;
     long long last;
@@ -320,6 +321,7 @@ PyDoc_STRVAR(put_entries_doc,
 static PyObject *
 index_put_entries(PyObject *mod, PyObject *args)
 {
+    (void)mod;
     PyObject *mm, *hashes, *phys, *stamps;
     Py_ssize_t start, stop;
     long long slots, base, count, begin_ts, begin_phy, slot_count;
