@@ -21,7 +21,7 @@ and ``_error`` set, and reading resumes at the next record start found as above;
 
 Options (strings): ``columns`` (comma list; default all, see :mod:`reports.columns`),
 ``includeBody`` (default true), ``failFast`` (default false), ``batchSize`` (records per Arrow
-batch, default 8192, or 65536 when neither body nor properties is decoded),
+batch, default 8192, or 16384 when neither body nor properties is decoded),
 ``maxPartitionBytes`` (default 1 GiB), ``minPartitions`` (default: the driver's CPU count,
 right for local mode; pass the cluster's total cores, as :mod:`reports.jobs` and the bench pass
 ``defaultParallelism``), ``trimWrittenEnd`` (default
@@ -53,10 +53,12 @@ FORMAT_NAME = "rocketmq-commitlog"
 _OFFSET_NAME = re.compile(r"^\d{20}$")
 DEFAULT_BATCH_SIZE = 8192
 # Without body or properties a row is a few numbers and short strings, decoded by numpy per
-# batch: bigger batches halve the per-batch costs (numpy set-up, Arrow IPC, the JVM's batch
-# handling). Bench store, topic only: worker CPU 1.3-1.7 s -> 1.1-1.3 s per 0.9M rows, Spark
-# warm query best-of-5/6 2.21 -> 1.64 s (noisy machine).
-NARROW_BATCH_SIZE = 65536
+# batch: bigger batches than 8192 cut the per-batch costs (numpy set-up, Arrow IPC, the JVM's
+# batch handling; 9 partitions: Spark warm best 2.21 -> 1.64 s with 65536), but numpy's
+# temporaries grow with the batch: with 2 partitions, 16384 beat 65536 in two interleaved
+# sessions (best 1.03/1.15 s against 1.18/1.21 s; worker CPU 1.37/1.48 against 1.46/1.58 s),
+# and the plain loop is also faster at 16384 than at 65536.
+NARROW_BATCH_SIZE = 16384
 _WIDE_FIELDS = frozenset(("body", "properties"))
 # One commitlog file. Partitions are cut to whole waves of minPartitions anyway; a small cap
 # only adds tasks, and each costs a Python worker ~0.07 s CPU and ~0.15 s idle (the bench's
@@ -378,7 +380,7 @@ def read_range(
 
 
 def default_batch_size(schema: StructType) -> int:
-    """Records per Arrow batch when the ``batchSize`` option is not given: 8192, or 65536
+    """Records per Arrow batch when the ``batchSize`` option is not given: 8192, or 16384
     when no column needs the body or the properties (narrow rows)."""
     if _WIDE_FIELDS.intersection(C.record_fields_for(schema.fieldNames())):
         return DEFAULT_BATCH_SIZE
