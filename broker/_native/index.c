@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "index.h"
+#include "store_numbers.h"
 
 static PyObject *s_topic, *s_properties, *s_physical_offset, *s_store_timestamp;
 static PyObject *s_records, *s_offsets, *s_ts;
@@ -289,28 +290,6 @@ list_i64(PyObject *list, Py_ssize_t i, int64_t lo, int64_t hi, int64_t *out)
     return 1;
 }
 
-static inline void
-be32(unsigned char *p, int32_t v)
-{
-    uint32_t u = __builtin_bswap32((uint32_t)v);
-    memcpy(p, &u, 4);
-}
-
-static inline void
-be64(unsigned char *p, int64_t v)
-{
-    uint64_t u = __builtin_bswap64((uint64_t)v);
-    memcpy(p, &u, 8);
-}
-
-static inline int32_t
-rd32(const unsigned char *p)
-{
-    uint32_t u;
-    memcpy(&u, p, 4);
-    return (int32_t)__builtin_bswap32(u);
-}
-
 PyDoc_STRVAR(put_entries_doc,
 "index_put_entries(mm, hashes, phys, stamps, start, stop, slots, base, count, begin_ts,\n"
 "                  begin_phy, slot_count) -> (count, begin_ts, begin_phy, slot_count)\n\n"
@@ -362,7 +341,7 @@ index_put_entries(PyObject *mod, PyObject *args)
         if (slot < 0)
             slot += slots;
         unsigned char *sp = buf + 40 + slot * 4;
-        int64_t slot_value = rd32(sp);
+        int64_t slot_value = get_i32(sp);
         if (slot_value <= 0 || slot_value > count) {
             slot_value = 0;
             slot_count++;
@@ -378,11 +357,11 @@ index_put_entries(PyObject *mod, PyObject *args)
                 time_diff = INT32_MAX;
         }
         unsigned char *e = buf + base + count * 20;
-        be32(e, (int32_t)key_hash);
-        be64(e + 4, phy);
-        be32(e + 12, (int32_t)time_diff);
-        be32(e + 16, (int32_t)slot_value);
-        be32(sp, (int32_t)count);
+        put_i32(e, (int32_t)key_hash);
+        put_i64(e + 4, phy);
+        put_i32(e + 12, (int32_t)time_diff);
+        put_i32(e + 16, (int32_t)slot_value);
+        put_i32(sp, (int32_t)count);
         if (count <= 1) {
             begin_phy = phy;
             begin_ts = ts;

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Big-endian stores (the commitlog and consume-queue formats are Java's).                  */
+/* Big-endian stores and loads (the commitlog, consume-queue and index formats are Java's). */
 
 static inline void
 put_i16(unsigned char *p, int32_t v)
@@ -28,6 +28,14 @@ put_i64(unsigned char *p, int64_t v)
 {
     uint64_t u = __builtin_bswap64((uint64_t)v);
     memcpy(p, &u, 8);
+}
+
+static inline int32_t
+get_i32(const unsigned char *p)
+{
+    uint32_t u;
+    memcpy(&u, p, 4);
+    return (int32_t)__builtin_bswap32(u);
 }
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -72,7 +80,7 @@ as_i64(PyObject *o, int64_t lo, int64_t hi, int64_t *out)
 
 /* Java String.hashCode over the UTF-16 code units of `s` (the consume queue's tagsCode);
  * 0 when `s` holds a lone surrogate (Python's UTF-16 encode raises: let it). */
-static int
+static __attribute__((unused)) int
 java_hash(PyObject *s, int32_t *out)
 {
     int kind = PyUnicode_KIND(s);
