@@ -382,8 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--window", type=int, default=256, help="requests in flight")
     p.add_argument("--duration", type=float, default=4.0, help="measured seconds per phase")
     p.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds per phase")
-    p.add_argument("--repeat", type=int, default=1,
-                   help="alternate the floor and broker send phases N times; best of each")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="alternate the floor and broker send phases N times; best of each "
+                        "(default 3: this VM's speed drifts by up to 1.7x within a minute)")
     p.add_argument("--profile", metavar="FILE", help="write a cProfile of the broker phases")
     p.add_argument("--cpu", action="store_true",
                    help="only measure CPU us/msg of the floor and broker paths in-process")
