@@ -213,6 +213,38 @@ class Admin:
             return info
         return _d(run())
 
+    def queue_owners(self, group: str, broker_addrs: list[str]) -> defer.Deferred:
+        """Fires with ``{(topic, brokerName, queueId): client IP}`` for the queues the group's
+        live consumers hold, as mqadmin's ``ConsumerProgressSubCommand
+        .getMessageQueueAllocationResult`` finds them: the group's connections (203), then each
+        client's running info (307, relayed by the broker) for its ``mqTable``. Best effort
+        like the Java tool: a group offline or a client not answering leaves its queues out."""
+        async def run() -> dict[tuple[str, str, int], str]:
+            from broker.processors.reset_offset import loads_lenient
+
+            owners: dict[tuple[str, str, int], str] = {}
+            for addr in broker_addrs:
+                try:
+                    resp = await self.instance.invoke(addr, RemotingCommand.request(
+                        RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}))
+                except Exception:  # the Java tool ignores any failure here
+                    continue
+                if resp.code != ResponseCode.SUCCESS:
+                    continue
+                for conn in loads_lenient(resp.body).get("connectionSet") or []:
+                    ip = str(conn.get("clientAddr") or "").rsplit(":", 1)[0]
+                    try:
+                        info = await self.consumer_running_info(
+                            group, conn.get("clientId") or "", addr)
+                    except Exception:
+                        continue
+                    for mq in info.get("mqTable") or {}:
+                        owners[mq] = ip
+                if owners:
+                    break  # every broker relays to the same clients: one answer is enough
+            return owners
+        return _d(run())
+
     def consume_message_directly(self, group: str, client_id: str, msg_id: str) -> defer.Deferred:
         """CONSUME_MESSAGE_DIRECTLY (309): the broker named in the offset ``msg_id`` hands that
         message to one consumer; fires with ``ConsumeMessageDirectlyResult`` as a dict."""

@@ -214,34 +214,6 @@ async def cluster_list(admin: Any, args: argparse.Namespace, out: Output) -> Non
                 "version": r[4]} for r in rows]
 
 
-async def _queue_owners(admin: Any, group: str, masters: dict[str, str]
-                        ) -> dict[tuple[str, str, int], str]:
-    """(topic, brokerName, queueId) -> IP of the consumer holding that queue, as mqadmin's
-    ``ConsumerProgressSubCommand.getMessageQueueAllocationResult`` finds it: the group's
-    connections (203), then each client's running info (307, relayed by the broker) for its
-    ``mqTable``. Best effort like the Java tool: a group offline or a client not answering
-    leaves its queues without an owner ("NA")."""
-    owners: dict[tuple[str, str, int], str] = {}
-    for addr in masters.values():
-        try:
-            resp = await _invoke(admin, addr, RequestCode.GET_CONSUMER_CONNECTION_LIST,
-                                 {"consumerGroup": group})
-        except (MQBrokerError, MQClientError, OSError):
-            continue
-        for conn in loads_lenient(resp.body).get("connectionSet") or []:
-            client_id = conn.get("clientId") or ""
-            ip = str(conn.get("clientAddr") or "").rsplit(":", 1)[0]
-            try:
-                info = await admin.consumer_running_info(group, client_id, addr)
-            except Exception:  # the Java tool ignores any failure here too
-                continue
-            for mq in info.get("mqTable") or {}:
-                owners[mq] = ip
-        if owners:
-            break  # every broker relays to the same clients: one answer is enough
-    return owners
-
-
 async def consumer_progress(admin: Any, args: argparse.Namespace, out: Output) -> None:
     if not args.groupName:
         raise UsageError("-g groupName is required")
@@ -253,7 +225,7 @@ async def consumer_progress(admin: Any, args: argparse.Namespace, out: Output) -
         masters = await _masters(admin, None)
     rows = []
     tps = 0.0
-    owners = await _queue_owners(admin, group, masters)
+    owners = await admin.queue_owners(group, list(masters.values()))
     for name, addr in masters.items():
         resp = await _invoke(admin, addr, RequestCode.GET_CONSUME_STATS, {"consumerGroup": group})
         doc = loads_lenient(resp.body)
