@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from broker.properties import parse_properties
+from broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
 from broker.schedule.timer_message import DEFAULT_TIMER_MAX_DELAY_SEC
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
 
 class ConfigError(ValueError):

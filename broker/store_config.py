@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
+
 ASYNC_FLUSH = "ASYNC_FLUSH"
 SYNC_FLUSH = "SYNC_FLUSH"
 
@@ -47,7 +49,7 @@ class MessageStoreConfig:
     max_hash_slot_num: int = 5_000_000
     max_index_num: int = 5_000_000 * 4
     max_msgs_num_batch: int = 64
-    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
     max_transfer_bytes_on_message_in_memory: int = 1024 * 256
     max_transfer_count_on_message_in_memory: int = 32
     max_transfer_bytes_on_message_in_disk: int = 1024 * 64
