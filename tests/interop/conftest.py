@@ -20,32 +20,29 @@ from interop_support import (
 )
 
 
-@pytest.fixture(scope="session")
-def pypi_rocketmq() -> Path:
-    """Directory to put on PYTHONPATH for PyPI ``rocketmq==0.4.4`` (bundles librocketmq.so)."""
-    target = cache_dir() / "pypi-rocketmq-0.4.4"
+def _pip_client(spec: str, dirname: str) -> Path:
+    """``pip install --target`` of one PyPI client into the interop cache (once), checked by
+    importing ``rocketmq.client`` from there; the directory to put on PYTHONPATH."""
     return install(
-        PYPI_SPEC,
-        target,
+        spec,
+        cache_dir() / dirname,
         [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-q",
-         "--no-input", "--target", "{target}", PYPI_SPEC],
+         "--no-input", "--target", "{target}", spec],
         [sys.executable, "-c",
          "import sys; sys.path.insert(0, '{target}'); import rocketmq.client"],
     )
+
+
+@pytest.fixture(scope="session")
+def pypi_rocketmq() -> Path:
+    """Directory to put on PYTHONPATH for PyPI ``rocketmq==0.4.4`` (bundles librocketmq.so)."""
+    return _pip_client(PYPI_SPEC, "pypi-rocketmq-0.4.4")
 
 
 @pytest.fixture(scope="session")
 def pypi_rocketmq_cvs() -> Path:
     """PYTHONPATH entry for PyPI ``rocketmq-python-cvs==2.1.0.3`` (a C++ 2.x client, same API)."""
-    target = cache_dir() / "pypi-rocketmq-python-cvs-2.1.0.3"
-    return install(
-        CVS_SPEC,
-        target,
-        [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-q",
-         "--no-input", "--target", "{target}", CVS_SPEC],
-        [sys.executable, "-c",
-         "import sys; sys.path.insert(0, '{target}'); import rocketmq.client"],
-    )
+    return _pip_client(CVS_SPEC, "pypi-rocketmq-python-cvs-2.1.0.3")
 
 
 @pytest.fixture(scope="session")
