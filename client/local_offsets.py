@@ -20,8 +20,7 @@ from __future__ import annotations
 import logging
 import os
 
-from broker.processors.reset_offset import decode_mq_map, loads_lenient
-from client.client_requests import _mq_map
+from broker.processors.reset_offset import decode_mq_map, encode_offset_table, loads_lenient
 from client.message import MessageQueue
 
 log = logging.getLogger(__name__)
@@ -63,9 +62,9 @@ class LocalFileOffsetStore:
 
     def persist(self, offsets: dict[MessageQueue, int]) -> None:
         """Write all offsets (``persistAll``): tmp file, previous file to ``.bak``, rename."""
-        items = sorted(offsets.items(), key=lambda kv: (kv[0].topic, kv[0].broker_name,
-                                                       kv[0].queue_id))
-        text = '{"offsetTable":' + _mq_map(items) + "}"
+        # The same wrapper as ResetOffsetBody: {"offsetTable":{<mq>:offset}}.
+        table = {(mq.topic, mq.broker_name, mq.queue_id): off for mq, off in offsets.items()}
+        text = encode_offset_table(dict(sorted(table.items()))).decode("utf-8")
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         tmp = self.path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
