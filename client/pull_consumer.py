@@ -190,7 +190,7 @@ class LitePullConsumer(PushConsumer):
         """The offset stored for ``mq`` (the broker's, or the local file's when BROADCASTING);
         -1 when none."""
         if not self.clustering:
-            return defer.succeed(self.offsets.get(mq, self._stored_offsets.get(mq, -1)))
+            return defer.succeed(self.local_offset(mq))
         return defer.ensureDeferred(api.query_consumer_offset(self.instance, self.group, mq))
 
     def commit_sync(self) -> defer.Deferred:

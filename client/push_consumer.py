@@ -308,12 +308,17 @@ class PushConsumer(ConsumeMixin):
             log.info("%s %s starts pulling %s at %d", self.group, self.client_id, mq, offset)
             self._spawn(self._pull_loop(pq))
 
+    def local_offset(self, mq: MessageQueue) -> int:
+        """BROADCASTING: ``mq``'s offset in memory, else in the local file loaded at start
+        (``LocalFileOffsetStore.readOffset``, MEMORY_FIRST_THEN_STORE); -1 when neither."""
+        return self.offsets.get(mq, self._stored_offsets.get(mq, -1))
+
     async def compute_pull_from_where(self, mq: MessageQueue) -> int:
         """``RebalancePushImpl.computePullFromWhere``."""
         if self.clustering:
             last = await api.query_consumer_offset(self.instance, self.group, mq)
         else:
-            last = self.offsets.get(mq, self._stored_offsets.get(mq, -1))
+            last = self.local_offset(mq)
         if last >= 0:
             return last
         is_retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
