@@ -338,9 +338,7 @@ class BrokerController:
                     record: Any = None) -> None:
         """The store's arrival listener: wake held pulls of that queue
         (``NotifyMessageArrivingListener``), then the schedule services for their topics."""
-        if self.hold_service.table.get((topic, queue_id)):
-            self.hold_service.notify_message_arriving(topic, queue_id, queue_offset + 1,
-                                                      tags_code)
+        self.hold_service.notify_message_arriving(topic, queue_id, queue_offset + 1, tags_code)
         schedule = self.schedule
         if schedule is not None and topic in schedule.ARRIVAL_TOPICS:
             schedule.on_arrival(topic, queue_id, queue_offset, tags_code, record)
