@@ -195,8 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                          "single run's ratio depends on when each side ran")
     args = ap.parse_args(argv)
     for batch in (int(b) for b in args.batch.split(",")):
-        best: list[float] = []
-        runs: list[tuple[float, float]] = []
+        runs: list[tuple[float, float, float]] = []
         for _ in range(max(1, args.repeat)):
             root = tempfile.mkdtemp(prefix="store-bench-", dir=args.dir)
             try:
@@ -213,13 +212,12 @@ def main(argv: list[str] | None = None) -> int:
                 gc.unfreeze()
                 shutil.rmtree(root, ignore_errors=True)
             del records
-            runs.append((t_store, t_floor))
-            best = [min(a, b) for a, b in zip(best, (t_store, t_index, t_floor), strict=True)
-                    ] if best else [t_store, t_index, t_floor]
+            runs.append((t_store, t_index, t_floor))
+        best = [min(column) for column in zip(*runs, strict=True)]
         report(args, batch, rec_size, *best, path if batch == 1 else "pure Python")
         if len(runs) > 1:
             print("  each run's ratio         : " + " ".join(
-                f"{tf / ts:.3f}" for ts, tf in runs) + f"   (best of {len(runs)} above)")
+                f"{tf / ts:.3f}" for ts, _ti, tf in runs) + f"   (best of {len(runs)} above)")
     return 0
 
 
