@@ -137,9 +137,10 @@ class BrokerController:
         self.schedule: Any = None
         if enable_schedule:
             self.schedule = self._make_schedule_services()
-        # One store listener for long polling and the schedule services: it runs for every
-        # stored message, and each Python call costs (see bench/send_pull.py).
-        self.store.add_arrival_listener(self._on_arrival)
+        # Held pulls are woken by a store listener called only for topics somebody waits on
+        # (each Python call per stored message costs; see bench/send_pull.py); the schedule
+        # services register theirs, for their own topics, when they start.
+        self.store.add_arrival_listener(self._on_arrival, topics=self.hold_service.topics)
         self._ports: list[Any] = []
         self._vip_port: int | None = None
         self._loops: list[LoopingCall] = []
@@ -234,7 +235,7 @@ class BrokerController:
         self.store.start()
         if self.schedule is not None:
             self.schedule.load()
-            self.schedule.start(listen=False)  # arrivals come through _on_arrival
+            self.schedule.start()
         self.end_transaction_processor.start()
         self._every(CHANNEL_SCAN_PERIOD_S, self.scan_not_active_channels)
         self._every(FLUSH_CONSUMER_OFFSET_PERIOD_S, self.store.consumer_offsets.persist)
@@ -336,12 +337,9 @@ class BrokerController:
 
     def _on_arrival(self, topic: str, queue_id: int, queue_offset: int, tags_code: int,
                     record: Any = None) -> None:
-        """The store's arrival listener: wake held pulls of that queue
-        (``NotifyMessageArrivingListener``), then the schedule services for their topics."""
+        """The store's arrival listener for topics with held pulls: wake those of that queue
+        (``NotifyMessageArrivingListener``)."""
         self.hold_service.notify_message_arriving(topic, queue_id, queue_offset + 1, tags_code)
-        schedule = self.schedule
-        if schedule is not None and topic in schedule.ARRIVAL_TOPICS:
-            schedule.on_arrival(topic, queue_id, queue_offset, tags_code, record)
 
     # --- name server ---------------------------------------------------------------------------
     def schedule_register(self) -> None:

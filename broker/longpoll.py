@@ -57,6 +57,11 @@ class PullRequestHoldService:
         self.clock = clock
         self.execute = execute
         self.table: dict[tuple[str, int], list[PullRequest]] = {}
+        #: Topics with a parked pull, kept in step with ``table``: the gate of the store's
+        #: arrival listener (``StoreDispatch.add_arrival_listener``), so a message on a topic
+        #: nobody waits on costs no Python call.
+        self.topics: set[str] = set()
+        self._topic_keys: dict[str, int] = {}
         self._watched: set[int] = set()
         self._stopped = False
 
@@ -85,7 +90,11 @@ class PullRequestHoldService:
         if self._stopped:
             self._wake(req)
             return req.deferred
-        self.table.setdefault((topic, queue_id), []).append(req)
+        waiting = self.table.get((topic, queue_id))
+        if waiting is None:
+            waiting = self.table[(topic, queue_id)] = []
+            self._key_added(topic)
+        waiting.append(req)
         req.timer = self.clock.callLater(max(timeout_ms, 0) / 1000.0, self._timed_out, req)
         key = id(conn)
         if key not in self._watched and hasattr(conn, "add_close_callback"):
@@ -116,9 +125,26 @@ class PullRequestHoldService:
         if keep:
             self.table[key] = keep
         else:
-            del self.table[key]
+            self._drop(key)
         for req in wake:
             self._wake(req)
+
+    def _key_added(self, topic: str) -> None:
+        n = self._topic_keys.get(topic, 0)
+        self._topic_keys[topic] = n + 1
+        if not n:
+            self.topics.add(topic)
+
+    def _drop(self, key: tuple[str, int]) -> None:
+        """Delete an emptied ``table`` entry, and its topic from :attr:`topics` with the last."""
+        del self.table[key]
+        topic = key[0]
+        n = self._topic_keys[topic] - 1
+        if n:
+            self._topic_keys[topic] = n
+        else:
+            del self._topic_keys[topic]
+            self.topics.discard(topic)
 
     def _remove(self, req: PullRequest) -> None:
         key = (req.topic, req.queue_id)
@@ -126,7 +152,7 @@ class PullRequestHoldService:
         if waiting and req in waiting:
             waiting.remove(req)
             if not waiting:
-                del self.table[key]
+                self._drop(key)
 
     def _timed_out(self, req: PullRequest) -> None:
         req.timer = None
@@ -160,7 +186,7 @@ class PullRequestHoldService:
                 continue
             self.table[key] = [r for r in self.table[key] if r.conn is not conn]
             if not self.table[key]:
-                del self.table[key]
+                self._drop(key)
             for req in gone:
                 if req.timer is not None and req.timer.active():
                     req.timer.cancel()
@@ -173,5 +199,7 @@ class PullRequestHoldService:
         self._stopped = True
         pending = [r for reqs in self.table.values() for r in reqs]
         self.table.clear()
+        self.topics.clear()
+        self._topic_keys.clear()
         for req in pending:
             self._wake(req)

@@ -118,7 +118,7 @@ class MessageStore(StoreReader, StoreDispatch):
         self.consumer_offsets = managers["consumer_offsets"]
         self.delay_offsets = managers["delay_offsets"]
         self.subscription_groups = managers["subscription_groups"]
-        self._listeners: list = []
+        self._listeners: list = []  # (fn, topics or None): StoreDispatch.add_arrival_listener
         #: Queued index entries are written inline once this many wait (no reactor turn came).
         self.index_drain_limit = _INDEX_DRAIN_LIMIT
         self._cq_cache: dict[tuple[str, int], object] = {}

@@ -24,16 +24,47 @@ make_result(PyObject *type, PyObject **items, Py_ssize_t n)
     return t;
 }
 
-/* Arrival listeners, as StoreDispatch._dispatch calls them: in list order (a listener
- * removing itself is seen as Python's list iterator sees it); an Exception is logged by
- * the Python helper and the next listener runs; a BaseException propagates. */
+/* Whether the listener entry (fn, topics) wants `topic`: topics None, or topic in topics
+ * (a set or dict looked up directly; the hash of a topic str is cached). 1, 0, or -1 with
+ * the exception `topic in topics` raised. */
+static int
+listener_wants(PyObject *topics, PyObject *topic)
+{
+    if (topics == Py_None)
+        return 1;
+    if (PyAnySet_CheckExact(topics))
+        return PySet_Contains(topics, topic);
+    if (PyDict_CheckExact(topics))
+        return PyDict_Contains(topics, topic);
+    return PySequence_Contains(topics, topic);
+}
+
+/* Arrival listeners, as StoreDispatch._dispatch calls them: entries (fn, topics) in list
+ * order, fn skipped when topics is not None and lacks args[0] (a listener removing itself
+ * is seen as Python's list iterator sees it); an Exception from fn is logged by the Python
+ * helper and the next listener runs; a BaseException (or any error of the topics test)
+ * propagates. */
 static int
 call_listeners(PutPath *self, PyObject *const *args)
 {
     PyObject *ls = self->listeners;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ls); i++) {
-        PyObject *fn = PyList_GET_ITEM(ls, i);
+        PyObject *entry = PyList_GET_ITEM(ls, i);
+        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2) {
+            PyErr_SetString(PyExc_TypeError, "arrival listener entry is not (fn, topics)");
+            return -1;
+        }
+        Py_INCREF(entry);
+        int wants = listener_wants(PyTuple_GET_ITEM(entry, 1), args[0]);
+        if (wants <= 0) {
+            Py_DECREF(entry);
+            if (wants < 0)
+                return -1;
+            continue;
+        }
+        PyObject *fn = PyTuple_GET_ITEM(entry, 0);
         Py_INCREF(fn);
+        Py_DECREF(entry);
         PyObject *r = PyObject_Vectorcall(fn, args, 5, NULL);
         if (r != NULL) {
             Py_DECREF(r);

@@ -99,12 +99,11 @@ class ScheduleServices:
         """Recover the timer's files and cursors."""
         return self.timer.load()
 
-    def start(self, listen: bool = True) -> None:
-        """Register the arrival listener (unless ``listen`` is False: the owner then forwards
-        arrivals on :data:`ARRIVAL_TOPICS` to :meth:`on_arrival` itself) and start both
+    def start(self) -> None:
+        """Register the arrival listener (for :data:`ARRIVAL_TOPICS` only) and start both
         services."""
-        if listen and not self._listening:
-            self.store.add_arrival_listener(self.on_arrival)
+        if not self._listening:
+            self.store.add_arrival_listener(self.on_arrival, topics=self.ARRIVAL_TOPICS)
             self._listening = True
         self.delay.start()
         self.timer.start()

@@ -51,8 +51,8 @@ class FakeStore:
         self.listeners: list = []
         self.delay_offsets = None
 
-    def add_arrival_listener(self, fn) -> None:
-        self.listeners.append(fn)
+    def add_arrival_listener(self, fn, topics=None) -> None:
+        self.listeners.append((fn, topics))
 
     def put_message(self, record: MessageRecord) -> FakePutResult:
         if self.fail_puts > 0:
@@ -72,8 +72,9 @@ class FakeStore:
         else:
             code = tags_code(record.tags)
         queue.append((record.physical_offset, len(data), code))
-        for fn in self.listeners:
-            fn(record.topic, record.queue_id, record.queue_offset, code, record)
+        for fn, topics in self.listeners:
+            if topics is None or record.topic in topics:
+                fn(record.topic, record.queue_id, record.queue_offset, code, record)
         return FakePutResult("PUT_OK", FakeAppend(record.physical_offset, len(data),
                                                   record.store_timestamp, record.queue_offset))
 

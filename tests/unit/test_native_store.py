@@ -286,6 +286,31 @@ def test_listener_failure_is_logged_and_the_next_listener_runs(tmp_path, caplog)
     s.shutdown()
 
 
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("kind", [set, dict, list])
+def test_gated_listener_sees_only_the_topics_in_its_live_container(tmp_path, native, kind):
+    """A listener added with ``topics`` is called only for records whose topic is in that
+    container at the time of the put (a set, a dict or any container; C and Python paths)."""
+    s = make_store(tmp_path, native=native, cl_size=1 << 20, cq_units=1000)
+    topics = kind()
+    got = []
+    s.add_arrival_listener(lambda t, q, o, tags, r: got.append((t, o)), topics=topics)
+    s.add_arrival_listener(lambda t, q, o, tags, r: got.append(("all", o)))
+    assert s.put_message(plain(0, topic="A")).ok
+    assert got == [("all", 0)]
+    got.clear()
+    if kind is list:
+        topics.append("A")
+    elif kind is dict:
+        topics["A"] = 1
+    else:
+        topics.add("A")
+    assert s.put_message(plain(1, topic="A")).ok
+    assert s.put_message(plain(0, topic="B")).ok
+    assert got == [("A", 1), ("all", 1), ("all", 0)]
+    s.shutdown()
+
+
 def test_listener_base_exception_propagates(tmp_path):
     """A BaseException from a listener leaves put_message, as on the Python path."""
     s, _ = counting_store(tmp_path, cl_size=1 << 20, cq_units=1000)
