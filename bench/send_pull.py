@@ -118,7 +118,8 @@ def run_load(host: str, port: int, kind: str, window: int, duration: float, warm
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.setblocking(False)
     sel = selectors.DefaultSelector()
-    sel.register(sock, selectors.EVENT_READ | selectors.EVENT_WRITE)
+    registered = selectors.EVENT_READ | selectors.EVENT_WRITE
+    sel.register(sock, registered)
     buf = bytearray()
     out = bytearray()
     in_flight = 0
@@ -153,6 +154,12 @@ def run_load(host: str, port: int, kind: str, window: int, duration: float, warm
                     fi = 0
                 in_flight += 1
                 sent += 1
+        # Ask for writability only with bytes to send: otherwise select returns at once and
+        # the client spins, taking CPU the server's flush and the kernel's TCP work need.
+        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if out else 0)
+        if want != registered:
+            sel.modify(sock, want)
+            registered = want
         for _key, mask in sel.select(0.5):
             if mask & selectors.EVENT_WRITE and out:
                 try:

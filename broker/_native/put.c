@@ -248,7 +248,10 @@ putpath_put(PutPath *self, PyObject *rec)
 #endif
     if (cq == NULL)
         FALLBACK;
-    QCache *cs = &self->qc[((uintptr_t)cq >> 4) % QCACHE];
+    /* The address mixed (Fibonacci hashing): pymalloc places objects of one size 64 bytes
+     * apart, so its low bits alone left a quarter of the slots and made a few queues evict
+     * each other on every put. */
+    QCache *cs = &self->qc[(((uint64_t)(uintptr_t)cq * 0x9E3779B97F4A7C15u) >> 40) % QCACHE];
     if (cq != cs->cq) {
         PyObject *mfq = keep(&sc, PyObject_GetAttr(cq, s_mfq));
         PyObject *cq_dict = keep(&sc, instance_dict(cq, cq_names));
