@@ -45,6 +45,7 @@ from broker.commitlog.results import (
 from broker.commitlog.store_dispatch import StoreDispatch
 from broker.commitlog.store_lock import StoreLock, StoreLockedError
 from broker.commitlog.store_reader import StoreReader
+from broker.commitlog.warm import CommitLogWarmer
 from broker.config_files import open_config_managers
 from broker.consumequeue.store import ConsumeQueueStore
 from broker.index.service import IndexService
@@ -105,6 +106,7 @@ class MessageStore(StoreReader, StoreDispatch):
         #: The flush thread (FlushRealTimeService's own thread): periodic syncs and config
         #: writes run there with a real reactor; inline otherwise (see disk_sync).
         self.disk_sync = DiskSyncer(reactor)
+        self.warmer = CommitLogWarmer(self.commitlog.queue, reactor)
         self._logics_syncing = False
         self.flush_service = FlushService(
             self.commitlog.queue, config, clock, reactor, after_flush=self._after_commitlog_flush,
@@ -237,6 +239,7 @@ class MessageStore(StoreReader, StoreDispatch):
         if not self.commitlog.queue.files:  # preallocate + pre-touch before the first put
             self.commitlog.queue.get_last_mapped_file(0)
         self.disk_sync.start()
+        self.warmer.start()
         if self.disk_sync.running:
             for m in (self.topic_config, self.consumer_offsets, self.delay_offsets,
                       self.subscription_groups):
@@ -248,8 +251,8 @@ class MessageStore(StoreReader, StoreDispatch):
                         self._flush_logics_in_thread if self.disk_sync.running
                         else self._flush_logics)
             self._every(self.config.clean_resource_interval, self.clean_expired_files)
-            # Keep the pre-touched window ahead of the commitlog writer (MappedFile.warm_ahead).
-            self._every(_WARM_INTERVAL_MS, self.commitlog.queue.warm_ahead)
+            # Keep the pre-touched window ahead of the commitlog writer (broker/commitlog/warm).
+            self._every(_WARM_INTERVAL_MS, self.warmer.tick)
 
     def _every(self, interval_ms: int, fn) -> None:
         def tick():
@@ -275,6 +278,7 @@ class MessageStore(StoreReader, StoreDispatch):
             self._index_call.cancel()
         clean = True
         self.disk_sync.stop()  # waits for the running sync; what follows is inline
+        self.warmer.stop()
         try:
             self.flush_service.stop()
             self.flush()

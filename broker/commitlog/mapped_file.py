@@ -26,6 +26,8 @@ import logging
 import mmap
 import os
 
+from broker import _native
+
 log = logging.getLogger(__name__)
 
 OS_PAGE_SIZE = 4096
@@ -212,16 +214,38 @@ class MappedFile:
                 mm[i] = mm[i]
         self.warmed_position = end
 
-    def warm_ahead(self, window: int = WARM_WINDOW) -> int:
-        """Keep ``[wrote_position, wrote_position + window)`` pre-touched, in steps of at least
-        :data:`WARM_STEP`; returns the bytes touched now (0: the window was still ahead)."""
+    def warm_window(self, window: int = WARM_WINDOW) -> tuple[int, int] | None:
+        """The range to pre-touch next so that ``[wrote_position, wrote_position + window)``
+        is, in steps of at least :data:`WARM_STEP`, claimed (``warmed_position`` moves to its
+        end); None while the window is still ahead."""
         pos = max(self.wrote_position, self.warmed_position)
         end = min(self.wrote_position + window, self.file_size)
         if end <= pos or (end - pos < WARM_STEP and end < self.file_size):
+            return None
+        self.warmed_position = end
+        return pos, end
+
+    def warm_ahead(self, window: int = WARM_WINDOW) -> int:
+        """Keep ``[wrote_position, wrote_position + window)`` pre-touched, in steps of at least
+        :data:`WARM_STEP`; returns the bytes touched now (0: the window was still ahead)."""
+        span = self.warm_window(window)
+        if span is None:
             return 0
-        self.warmed_position = pos
-        self.warm(end)
-        return end - pos
+        self.warmed_position = span[0]
+        self.warm(span[1])
+        return span[1] - span[0]
+
+    def populate(self, start: int, end: int) -> None:
+        """Fault ``[start, end)`` in writable without changing a byte: safe from another thread
+        while the writer appends (the warm thread; see :mod:`broker.commitlog.warm`). With the
+        C accelerator the GIL is released meanwhile. No per-page fallback: an old kernel's
+        OSError goes to the caller (writing a byte back could race the writer)."""
+        native = _native.store
+        if native is not None:
+            native.populate_write(self.mm, start, end - start)
+        else:
+            start -= start % OS_PAGE_SIZE
+            self.mm.madvise(_MADV_POPULATE_WRITE, start, end - start)
 
     def zero_from(self, pos: int, limit: int | None = None) -> int:
         """Zero ``[pos, limit)`` (default: to the end of the file; a torn tail); returns the

@@ -130,13 +130,21 @@ class MappedFileQueue:
         self.files.append(mf)
         return mf
 
-    def warm_ahead(self) -> int:
+    def warm_ahead(self, submit: Callable | None = None) -> int:
         """Advance the pre-touched window of the file being written (if this queue warms its
-        files; see :meth:`MappedFile.warm_ahead`); returns the bytes touched now."""
+        files; see :meth:`MappedFile.warm_ahead`); returns the bytes claimed now. With
+        ``submit``, the touching is ``submit(MappedFile.populate, start, end)`` (another
+        thread) instead of done here."""
         last = self.last_file
         if not self.warm or last is None or last.wrote_position >= last.file_size:
             return 0
-        return last.warm_ahead()
+        if submit is None:
+            return last.warm_ahead()
+        span = last.warm_window()
+        if span is None:
+            return 0
+        submit(last.populate, *span)
+        return span[1] - span[0]
 
     def get_last_mapped_file(self, start_offset: int = 0, need_create: bool = True):
         """``getLastMappedFile``: the file to write into, creating the first one at the file

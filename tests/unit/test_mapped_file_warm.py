@@ -83,3 +83,75 @@ def test_queue_warms_its_last_file_only_when_enabled(tmp_path):
     assert cold.warm_ahead() == 0
     q.shutdown()
     cold.shutdown()
+
+
+@pytest.mark.parametrize("native", [True, False])
+@linux_only
+def test_populate_faults_pages_in_without_changing_bytes(tmp_path, monkeypatch, native):
+    """MappedFile.populate (C with the GIL released, or mmap.madvise) makes the range resident
+    and leaves written bytes as they were."""
+    from broker import _native
+
+    if native and _native.store is None:
+        pytest.skip("C accelerator not built")
+    if not native:
+        monkeypatch.setattr(_native, "store", None)
+    mf = MappedFile(str(tmp_path / offset_to_file_name(0)), 4 * MIB, warm=False)
+    mf.mm[MIB + 3] = 9
+    before = resident_pages(mf)
+    mf.populate(MIB + 100, 3 * MIB)
+    assert mf.mm[MIB + 3] == 9
+    assert resident_pages(mf) - before >= 2 * MIB // mmap.PAGESIZE - 1
+    mf.close()
+
+
+def test_populate_rejects_a_range_outside_the_file(tmp_path):
+    """The C populate checks its range against the mapping instead of touching past it."""
+    from broker import _native
+
+    if _native.store is None:
+        pytest.skip("C accelerator not built")
+    mf = MappedFile(str(tmp_path / offset_to_file_name(0)), MIB, warm=False)
+    with pytest.raises(ValueError, match="outside"):
+        mf.populate(0, 2 * MIB)
+    mf.close()
+
+
+def test_queue_hands_the_claimed_range_to_submit(tmp_path):
+    """With ``submit``, warm_ahead claims the next range (warmed_position moves) and passes
+    the file's populate and the range to it instead of touching here."""
+    q = MappedFileQueue(str(tmp_path / "warm"), 2 * mf_mod.WARM_WINDOW)
+    mf = q.get_last_mapped_file(0)
+    mf.wrote_position = mf_mod.WARM_STEP
+    jobs = []
+    assert q.warm_ahead(submit=lambda fn, *a: jobs.append((fn, a))) == mf_mod.WARM_STEP
+    end = mf_mod.WARM_STEP + mf_mod.WARM_WINDOW
+    assert jobs == [(mf.populate, (mf_mod.WARM_WINDOW, end))]
+    assert mf.warmed_position == end
+    assert q.warm_ahead(submit=lambda fn, *a: jobs.append((fn, a))) == 0  # still ahead
+    q.shutdown()
+
+
+def test_warmer_falls_back_to_the_reactor_thread_when_the_thread_fails(tmp_path, caplog):
+    """A failed populate in the warm thread is logged once; later ticks warm inline."""
+    from twisted.internet import defer
+
+    from broker.commitlog.warm import CommitLogWarmer
+
+    class FailingThread:
+        running = True
+
+        def submit(self, fn, *args):
+            return defer.fail(OSError(22, "Invalid argument"))
+
+    q = MappedFileQueue(str(tmp_path / "warm"), 4 * mf_mod.WARM_WINDOW)
+    mf = q.get_last_mapped_file(0)
+    warmer = CommitLogWarmer(q)
+    warmer.thread = FailingThread()
+    mf.wrote_position = mf_mod.WARM_STEP
+    warmer.tick()
+    assert warmer.inline and "warm thread failed" in caplog.text
+    mf.wrote_position = 2 * mf_mod.WARM_STEP + mf_mod.WARM_WINDOW
+    assert warmer.tick() > 0  # inline: warm_ahead on this thread
+    assert mf.warmed_position == mf.wrote_position + mf_mod.WARM_WINDOW
+    q.shutdown()
