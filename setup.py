@@ -13,7 +13,7 @@ _CFLAGS = ["-O2", "-std=c11", "-Wall", "-Wno-unused-function"]
 # the headers next to it the helpers it inlines.
 _STORE_SOURCES = ["put", "putpath_type", "store_attrs", "store_names", "store_module", "index"]
 _STORE_HEADERS = ["putpath", "put_state", "put_publish", "put_props", "put_scratch",
-                  "store_attrs", "store_names", "store_numbers", "index"]
+                  "store_attrs", "store_names", "store_numbers", "index", "index_columns"]
 _SEND_SOURCES = ["send_frame", "send_type", "send_module"]
 _SEND_HEADERS = ["send", "send_json", "send_out", "send_record", "send_run"]
 

@@ -13,14 +13,25 @@
 #include <string.h>
 
 #include "index.h"
+#include "index_columns.h"
 #include "store_numbers.h"
 
 static PyObject *s_topic, *s_properties, *s_physical_offset, *s_store_timestamp;
 static PyObject *s_records, *s_offsets, *s_ts;
+/* array.array: index_gather returns its entries as arrays ('i' hashes, 'q' offsets and
+ * stamps), one object each per call instead of three ints per entry. */
+static PyObject *array_type;
 
 int
 store_index_init(void)
 {
+    PyObject *mod = PyImport_ImportModule("array");
+    if (mod == NULL)
+        return -1;
+    array_type = PyObject_GetAttrString(mod, "array");
+    Py_DECREF(mod);
+    if (array_type == NULL)
+        return -1;
     if (!(s_topic = PyUnicode_InternFromString("topic")) ||
         !(s_properties = PyUnicode_InternFromString("properties")) ||
         !(s_physical_offset = PyUnicode_InternFromString("physical_offset")) ||
@@ -95,27 +106,69 @@ attr_i64(PyObject *o, PyObject *name, int64_t *out)
     return ok;
 }
 
-/* Append (hash, offset, stamp) to the three lists. */
-static int
-push(PyObject *lists[3], int32_t h, int64_t off, int64_t ts)
+/* Gathered entries: parallel C arrays, grown as needed. */
+typedef struct {
+    int32_t *h;
+    int64_t *p, *t;
+    Py_ssize_t n, cap;
+} entries_t;
+
+static void
+ent_free(entries_t *e)
 {
-    PyObject *v[3] = {PyLong_FromLong(h), PyLong_FromLongLong(off), PyLong_FromLongLong(ts)};
-    int rc = 0;
-    for (int i = 0; i < 3; i++) {
-        if (v[i] == NULL || PyList_Append(lists[i], v[i]) < 0)
-            rc = -1;
-        Py_XDECREF(v[i]);
+    PyMem_Free(e->h);
+    PyMem_Free(e->p);
+    PyMem_Free(e->t);
+}
+
+/* Append (hash, offset, stamp); -1 with MemoryError. */
+static int
+push(entries_t *e, int32_t h, int64_t off, int64_t ts)
+{
+    if (e->n == e->cap) {
+        Py_ssize_t cap = e->cap ? e->cap * 2 : 256;
+        int32_t *nh = PyMem_Realloc(e->h, sizeof(int32_t) * (size_t)cap);
+        if (nh != NULL)
+            e->h = nh;
+        int64_t *np = nh ? PyMem_Realloc(e->p, sizeof(int64_t) * (size_t)cap) : NULL;
+        if (np != NULL)
+            e->p = np;
+        int64_t *nt = np ? PyMem_Realloc(e->t, sizeof(int64_t) * (size_t)cap) : NULL;
+        if (nt == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        e->t = nt;
+        e->cap = cap;
     }
-    return rc;
+    e->h[e->n] = h;
+    e->p[e->n] = off;
+    e->t[e->n] = ts;
+    e->n++;
+    return 0;
+}
+
+_Static_assert(sizeof(int) == 4 && sizeof(long long) == 8, "array typecodes 'i' and 'q'");
+
+/* array.array(code, bytes of `n` items of `size` bytes at `data`) (new reference). */
+static PyObject *
+make_array(int code, const void *data, Py_ssize_t n, size_t size)
+{
+    PyObject *b = PyBytes_FromStringAndSize(data ? data : "", n * (Py_ssize_t)size);
+    if (b == NULL)
+        return NULL;
+    PyObject *a = PyObject_CallFunction(array_type, "CO", code, b);
+    Py_DECREF(b);
+    return a;
 }
 
 /* The entries of one message (topic, properties, commitlog offset, store time), as
- * build_index_batch gathers them: appended to `lists`, `*last` and `*done` advanced.
+ * build_index_batch gathers them: appended to `out`, `*last` and `*done` advanced.
  * Returns 0, 1 when the message is not one this path takes (nothing appended, no error
  * set), -1 on error. */
 static int
 gather_msg(PyObject *topic, PyObject *props, int64_t off, int64_t ts, PyObject *keys_name,
-           PyObject *uniq_name, PyObject *lists[3], long long *last, Py_ssize_t *done)
+           PyObject *uniq_name, entries_t *out, long long *last, Py_ssize_t *done)
 {
     if (!PyUnicode_CheckExact(topic) || !PyDict_CheckExact(props))
         return 1;
@@ -148,7 +201,7 @@ gather_msg(PyObject *topic, PyObject *props, int64_t off, int64_t ts, PyObject *
     int with_uniq = !keys || (uniq && PyUnicode_Compare(uniq, keys) != 0);
     if ((with_uniq && !key_hash(topic, uniq, &hu)) || (keys && !key_hash(topic, keys, &hk)))
         return 1;
-    if ((with_uniq && push(lists, hu, off, ts) < 0) || (keys && push(lists, hk, off, ts) < 0))
+    if ((with_uniq && push(out, hu, off, ts) < 0) || (keys && push(out, hk, off, ts) < 0))
         return -1;
     *last = off;
     (*done)++;
@@ -159,7 +212,7 @@ gather_msg(PyObject *topic, PyObject *props, int64_t off, int64_t ts, PyObject *
  * path takes the whole item). */
 static int
 gather_batch(PyObject *item, PyObject *rec_type, PyObject *keys_name, PyObject *uniq_name,
-             PyObject *lists[3], long long *last, Py_ssize_t *done)
+             entries_t *out, long long *last, Py_ssize_t *done)
 {
     if (PyTuple_GET_SIZE(item) != 2)
         return 1;
@@ -173,11 +226,12 @@ gather_batch(PyObject *item, PyObject *rec_type, PyObject *keys_name, PyObject *
         PyErr_Clear();
         goto done;
     }
-    /* Gathered apart first, so that a record this path does not take leaves nothing. */
-    PyObject *tmp[3] = {PyList_New(0), PyList_New(0), PyList_New(0)};
+    /* A record this path does not take leaves nothing: the entries gathered before it
+     * are dropped again (n0). */
+    Py_ssize_t n0 = out->n;
     long long tlast = *last;
     Py_ssize_t tdone = 0;
-    rc = tmp[0] && tmp[1] && tmp[2] ? 0 : -1;
+    rc = 0;
     for (Py_ssize_t k = 0; rc == 0 && k < PyList_GET_SIZE(recs); k++) {
         PyObject *r = PyList_GET_ITEM(recs, k);
         PyObject *o = PyList_GET_ITEM(offs, k);
@@ -195,23 +249,17 @@ gather_batch(PyObject *item, PyObject *rec_type, PyObject *keys_name, PyObject *
             PyErr_Clear();
             rc = 1;
         } else {
-            rc = gather_msg(topic, props, off, ts, keys_name, uniq_name, tmp, &tlast, &tdone);
+            rc = gather_msg(topic, props, off, ts, keys_name, uniq_name, out, &tlast, &tdone);
             Py_DECREF(props);
         }
         Py_DECREF(r);
     }
-    for (int j = 0; rc == 0 && j < 3; j++) {
-        Py_ssize_t n = PyList_GET_SIZE(lists[j]);
-        if (PyList_SetSlice(lists[j], n, n, tmp[j]) < 0)
-            rc = -1;
-    }
     if (rc == 0) {
         *last = tlast;
         *done += tdone;
+    } else {
+        out->n = n0;
     }
-    Py_XDECREF(tmp[0]);
-    Py_XDECREF(tmp[1]);
-    Py_XDECREF(tmp[2]);
 done:
     Py_XDECREF(recs);
     Py_XDECREF(offs);
@@ -221,6 +269,7 @@ done:
 PyDoc_STRVAR(gather_doc,
 "index_gather(pending, start, last, record_type, keys_name, uniq_name)\n"
 "    -> (hashes, phys, stamps, indexed, stop, last)\n\n"
+"hashes, phys and stamps are array.array('i'), ('q'), ('q') (parallel).\n"
 "The index entries of pending[start:stop] as IndexService.build_index_batch gathers them\n"
 "(UNIQ_KEY then KEYS, a KEYS equal to UNIQ_KEY once, records at or below `last` skipped);\n"
 "an item is a `record_type` or a put_messages batch (topic, BatchStamp). Stops at the first\n"
@@ -237,23 +286,22 @@ index_gather(PyObject *mod, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!nLO!UU:index_gather", &PyList_Type, &pending, &start,
                           &last, &PyType_Type, &rec_type, &keys_name, &uniq_name))
         return NULL;
-    PyObject *lists[3] = {PyList_New(0), PyList_New(0), PyList_New(0)};
+    entries_t out = {0};
     Py_ssize_t i = start < 0 ? 0 : start, done = 0;
-    if (!lists[0] || !lists[1] || !lists[2])
-        goto error;
+    PyObject *arrays[3] = {NULL, NULL, NULL};
     for (; i < PyList_GET_SIZE(pending); i++) {
         PyObject *item = PyList_GET_ITEM(pending, i);
         int rc = 1;
         Py_INCREF(item);
         if (PyTuple_CheckExact(item)) {
-            rc = gather_batch(item, rec_type, keys_name, uniq_name, lists, &last, &done);
+            rc = gather_batch(item, rec_type, keys_name, uniq_name, &out, &last, &done);
         } else if (Py_TYPE(item) == (PyTypeObject *)rec_type) {
             PyObject *topic = PyObject_GetAttr(item, s_topic);
             PyObject *props = topic ? PyObject_GetAttr(item, s_properties) : NULL;
             int64_t off, ts;
             if (props && attr_i64(item, s_physical_offset, &off) &&
                 attr_i64(item, s_store_timestamp, &ts))
-                rc = gather_msg(topic, props, off, ts, keys_name, uniq_name, lists, &last,
+                rc = gather_msg(topic, props, off, ts, keys_name, uniq_name, &out, &last,
                                 &done);
             if (rc > 0)
                 PyErr_Clear(); /* a stop, not an error: the Python path meets it again */
@@ -266,34 +314,25 @@ index_gather(PyObject *mod, PyObject *args)
         if (rc > 0)
             break;
     }
-    return Py_BuildValue("NNNnnL", lists[0], lists[1], lists[2], done, i, last);
+    if (!(arrays[0] = make_array('i', out.h, out.n, sizeof(int32_t))) ||
+        !(arrays[1] = make_array('q', out.p, out.n, sizeof(int64_t))) ||
+        !(arrays[2] = make_array('q', out.t, out.n, sizeof(int64_t))))
+        goto error;
+    ent_free(&out);
+    return Py_BuildValue("NNNnnL", arrays[0], arrays[1], arrays[2], done, i, last);
 error:
-    Py_XDECREF(lists[0]);
-    Py_XDECREF(lists[1]);
-    Py_XDECREF(lists[2]);
+    ent_free(&out);
+    Py_XDECREF(arrays[0]);
+    Py_XDECREF(arrays[1]);
+    Py_XDECREF(arrays[2]);
     return NULL;
-}
-
-/* items[i] of a list of ints as int64 within [lo, hi]; 0 with ValueError otherwise. */
-static int
-list_i64(PyObject *list, Py_ssize_t i, int64_t lo, int64_t hi, int64_t *out)
-{
-    PyObject *v = PyList_GET_ITEM(list, i);
-    int overflow = 0;
-    long long x = PyLong_Check(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : 0;
-    if (!PyLong_Check(v) || overflow || (x == -1 && PyErr_Occurred()) || x < lo || x > hi) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "index entry %zd: bad value", i);
-        return 0;
-    }
-    *out = x;
-    return 1;
 }
 
 PyDoc_STRVAR(put_entries_doc,
 "index_put_entries(mm, hashes, phys, stamps, start, stop, slots, base, count, begin_ts,\n"
 "                  begin_phy, slot_count) -> (count, begin_ts, begin_phy, slot_count)\n\n"
-"IndexFile.put_entries' loop: entries start..stop-1 written at `base` + count * 20 and\n"
+"IndexFile.put_entries' loop: entries start..stop-1 (columns: lists of ints or the\n"
+"arrays index_gather returns) written at `base` + count * 20 and\n"
 "chained from their hash slots; returns the header values after them (the caller writes\n"
 "the header). Every value and position is checked before the first write.");
 
@@ -304,30 +343,44 @@ index_put_entries(PyObject *mod, PyObject *args)
     PyObject *mm, *hashes, *phys, *stamps;
     Py_ssize_t start, stop;
     long long slots, base, count, begin_ts, begin_phy, slot_count;
-    if (!PyArg_ParseTuple(args, "OO!O!O!nnLLLLLL:index_put_entries", &mm, &PyList_Type, &hashes,
-                          &PyList_Type, &phys, &PyList_Type, &stamps, &start, &stop, &slots,
-                          &base, &count, &begin_ts, &begin_phy, &slot_count))
+    if (!PyArg_ParseTuple(args, "OOOOnnLLLLLL:index_put_entries", &mm, &hashes, &phys, &stamps,
+                          &start, &stop, &slots, &base, &count, &begin_ts, &begin_phy,
+                          &slot_count))
         return NULL;
-    if (start < 0 || stop < start || stop > PyList_GET_SIZE(hashes) ||
-        stop > PyList_GET_SIZE(phys) || stop > PyList_GET_SIZE(stamps) || slots <= 0 ||
+    column_t cols[3];
+    int opened = 0;
+    PyObject *result = NULL;
+    int64_t *vals = NULL;
+    Py_buffer view;
+    int has_view = 0;
+    if (column_open(hashes, 4, &cols[0]) < 0)
+        goto done;
+    opened = 1;
+    if (column_open(phys, 8, &cols[1]) < 0)
+        goto done;
+    opened = 2;
+    if (column_open(stamps, 8, &cols[2]) < 0)
+        goto done;
+    opened = 3;
+    if (start < 0 || stop < start || stop > column_len(&cols[0]) ||
+        stop > column_len(&cols[1]) || stop > column_len(&cols[2]) || slots <= 0 ||
         base < 40 || count < 0 || count > INT32_MAX - (stop - start)) {
         PyErr_SetString(PyExc_ValueError, "index_put_entries: bad arguments");
-        return NULL;
+        goto done;
     }
     Py_ssize_t n = stop - start;
-    int64_t *vals = PyMem_Malloc(sizeof(int64_t) * 3 * (size_t)(n ? n : 1));
-    if (vals == NULL)
-        return PyErr_NoMemory();
-    Py_buffer view;
-    if (PyObject_GetBuffer(mm, &view, PyBUF_WRITABLE) < 0) {
-        PyMem_Free(vals);
-        return NULL;
+    vals = PyMem_Malloc(sizeof(int64_t) * 3 * (size_t)(n ? n : 1));
+    if (vals == NULL) {
+        PyErr_NoMemory();
+        goto done;
     }
-    PyObject *result = NULL;
+    if (PyObject_GetBuffer(mm, &view, PyBUF_WRITABLE) < 0)
+        goto done;
+    has_view = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (!list_i64(hashes, start + i, INT32_MIN, INT32_MAX, &vals[3 * i]) ||
-            !list_i64(phys, start + i, INT64_MIN, INT64_MAX, &vals[3 * i + 1]) ||
-            !list_i64(stamps, start + i, INT64_MIN, INT64_MAX, &vals[3 * i + 2]))
+        if (!column_i64(&cols[0], start + i, INT32_MIN, INT32_MAX, &vals[3 * i]) ||
+            !column_i64(&cols[1], start + i, INT64_MIN, INT64_MAX, &vals[3 * i + 1]) ||
+            !column_i64(&cols[2], start + i, INT64_MIN, INT64_MAX, &vals[3 * i + 2]))
             goto done;
     }
     if (40 + slots * 4 > view.len || base + (count + n) * 20 > view.len) {
@@ -370,7 +423,10 @@ index_put_entries(PyObject *mod, PyObject *args)
     }
     result = Py_BuildValue("LLLL", count, begin_ts, begin_phy, slot_count);
 done:
-    PyBuffer_Release(&view);
+    if (has_view)
+        PyBuffer_Release(&view);
+    for (int k = 0; k < opened; k++)
+        column_close(&cols[k]);
     PyMem_Free(vals);
     return result;
 }

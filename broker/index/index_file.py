@@ -34,6 +34,8 @@ import logging
 import mmap
 import os
 import struct
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from construct import Int32sb, Int64sb, Struct
@@ -80,6 +82,9 @@ _slot_unpack = SLOT_STRUCT.unpack_from
 #: The C entry writer (``broker._native._store.index_put_entries``) or None: the Python loop.
 #: Replaceable (the tests write the same entries both ways).
 NATIVE = _native.store
+#: Entry columns the C writer reads directly: lists of ints, or the arrays
+#: (``'i'`` hashes, ``'q'`` offsets and stamps) its ``index_gather`` returns.
+_COLUMNS = (list, array)
 
 
 def index_file_size(hash_slot_num: int, index_num: int) -> int:
@@ -235,7 +240,7 @@ class IndexFile:
         n = len(hashes)
         return self.put_entries(hashes, [phy_offset] * n, [store_timestamp] * n)
 
-    def put_entries(self, hashes: list[int], phys: list[int], stamps: list[int],
+    def put_entries(self, hashes: Sequence[int], phys: Sequence[int], stamps: Sequence[int],
                     start: int = 0) -> int:
         """Many messages' entries at once: entry ``i`` is ``hashes[i]`` -> ``phys[i]`` stored
         at ``stamps[i]`` (a message with two keys has two consecutive entries with the same
@@ -254,8 +259,8 @@ class IndexFile:
         if stop <= start:
             return 0
         native = NATIVE
-        if native is not None and type(hashes) is list and type(phys) is list \
-                and type(stamps) is list:
+        if native is not None and type(hashes) in _COLUMNS and type(phys) in _COLUMNS \
+                and type(stamps) in _COLUMNS:
             count, begin_ts, begin_phy, slot_count = native.index_put_entries(
                 mm, hashes, phys, stamps, start, stop, slots, base, count, begin_ts,
                 begin_phy, slot_count)

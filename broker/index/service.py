@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from broker.index.index_file import (
@@ -235,7 +235,8 @@ class IndexService:
         :meth:`build_index_batch` skips those."""
         return self._last_indexed()
 
-    def put_entries(self, hashes: list[int], phys: list[int], stamps: list[int]) -> None:
+    def put_entries(self, hashes: Sequence[int], phys: Sequence[int],
+                    stamps: Sequence[int]) -> None:
         """Write gathered entries (key hash -> commitlog offset, store time), in order,
         rolling files as needed (the write half of :meth:`build_index_batch`)."""
         self._put_entries(hashes, phys, stamps)
@@ -346,7 +347,8 @@ class IndexService:
         self._put_entries(hashes, phys, stamps)
         return done
 
-    def _put_entries(self, hashes: list[int], phys: list[int], stamps: list[int]) -> None:
+    def _put_entries(self, hashes: Sequence[int], phys: Sequence[int],
+                     stamps: Sequence[int]) -> None:
         done = 0
         n = len(hashes)
         while done < n:
