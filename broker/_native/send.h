@@ -82,6 +82,8 @@ typedef struct {
     int multi;
     PyObject *st_topic; /* stats accumulated: on_put(topic, count, size) once per run */
     long long st_count, st_size;
+    PyObject *set_lang; /* conn.language / conn.version as this run last set them */
+    long long set_ver;
 } run_t;
 
 /* Frame outcomes of handle(). */

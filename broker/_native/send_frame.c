@@ -97,16 +97,23 @@ static int handle(Sender *s, run_t *r, const unsigned char *src, Py_ssize_t star
     if (props == NULL) return perr ? set_failure(s, hs, he, src + end) : F_DECLINE;
 #undef L
 #undef IS
-    /* Committed: conn.language / conn.version as RemotingProtocol._handle records them. */
+    /* Committed: conn.language / conn.version as RemotingProtocol._handle records them;
+     * not again for the next frames of this run while they carry the same values (nothing
+     * else sets them between two frames). */
     PyObject *lang = language_str(s, &h);
-    PyObject *ver = lang ? PyLong_FromLongLong(h.version.present ? h.version.v : 0) : NULL;
-    if (ver == NULL || PyObject_SetAttr(conn, str_language, lang) < 0
-        || PyObject_SetAttr(conn, str_version, ver) < 0) {
-        Py_XDECREF(ver);
-        Py_DECREF(props);
-        return set_failure(s, hs, he, src + end);
+    long long vv = h.version.present ? h.version.v : 0;
+    if (lang == NULL || lang != r->set_lang || vv != r->set_ver) {
+        PyObject *ver = lang ? PyLong_FromLongLong(vv) : NULL;
+        if (ver == NULL || PyObject_SetAttr(conn, str_language, lang) < 0
+            || PyObject_SetAttr(conn, str_version, ver) < 0) {
+            Py_XDECREF(ver);
+            Py_DECREF(props);
+            return set_failure(s, hs, he, src + end);
+        }
+        Py_DECREF(ver);
+        Py_XSETREF(r->set_lang, Py_NewRef(lang));
+        r->set_ver = vv;
     }
-    Py_DECREF(ver);
     long long flags = sys_flag | (r->multi ? MULTI_TAGS_FLAG : 0);
     PyObject *body = PyBytes_FromStringAndSize((const char *)he, (Py_ssize_t)body_len);
     PyObject *qo = PyLong_FromLongLong(qid), *fo = PyLong_FromLongLong(flag),

@@ -40,6 +40,7 @@ static void run_clear(run_t *r) {
     Py_CLEAR(r->remember);
     Py_CLEAR(r->st_topic);
     Py_CLEAR(r->chk_topic);
+    Py_CLEAR(r->set_lang);
 }
 
 static int truthy_attr(PyObject *o, PyObject *name) {
