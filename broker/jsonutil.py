@@ -8,6 +8,7 @@ compact JSON (every client accepts it) and *read* both forms.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -36,6 +37,14 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
 def dumps(value: Any) -> bytes:
     """Serialise to compact JSON with quoted keys (non-string keys are stringified)."""
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+
+
+def dumps_object_keyed(items: Iterable[tuple[Any, Any]]) -> bytes:
+    """A map with object keys as fastjson writes one (a ``Map<MessageQueue, V>``):
+    ``{{"brokerName":"b","queueId":0,"topic":"T"}:value,...}``, each key and value through
+    :func:`dumps`. Not standard JSON: the Java side reads it with fastjson, ours with
+    ``broker.processors.reset_offset.loads_lenient``."""
+    return b"{" + b",".join(dumps(k) + b":" + dumps(v) for k, v in items) + b"}"
 
 
 def dumps_pretty(value: Any) -> bytes:

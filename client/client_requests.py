@@ -20,7 +20,7 @@ from broker import jsonutil
 from broker.remoting.codes import RequestCode, ResponseCode
 from broker.remoting.command import RemotingCommand
 from broker.remoting.protocol import RequestDispatcher
-from client.message import MessageQueue, decode_messages
+from client.message import decode_messages
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +30,6 @@ def register(dispatcher: RequestDispatcher, consumers: dict[str, Any]) -> None:
     handlers = ClientRequestHandlers(consumers)
     dispatcher.register(RequestCode.GET_CONSUMER_RUNNING_INFO, handlers.running_info)
     dispatcher.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, handlers.consume_directly)
-
-
-def _mq_map(items: list[tuple[MessageQueue, Any]]) -> str:
-    """A ``Map<MessageQueue, V>`` as fastjson writes it: the queue object as the key."""
-    return "{" + ",".join(
-        f"{jsonutil.dumps(mq.to_json()).decode()}:{jsonutil.dumps(v).decode()}" for mq, v in items
-    ) + "}"
 
 
 class ClientRequestHandlers:
@@ -75,7 +68,8 @@ class ClientRequestHandlers:
                 "transactionMsgCount": 0,
             }))
         body = (
-            '{"mqTable":' + _mq_map(items)
+            '{"mqTable":' + jsonutil.dumps_object_keyed(
+                (mq.to_json(), v) for mq, v in items).decode()
             + ',"properties":' + jsonutil.dumps(props).decode()
             + ',"statusTable":{}'
             + ',"subscriptionSet":' + jsonutil.dumps(

@@ -45,12 +45,6 @@ log = logging.getLogger(__name__)
 VERSION_DESC = "V4_9_8"
 
 
-def fastjson_mq_map(table: list[tuple[dict[str, Any], Any]]) -> bytes:
-    """A ``Map<MessageQueue, V>`` as fastjson writes it: object keys."""
-    parts = [jsonutil.dumps(k) + b":" + jsonutil.dumps(v) for k, v in table]
-    return b"{" + b",".join(parts) + b"}"
-
-
 def _mq(topic: str, broker_name: str, queue_id: int) -> dict[str, Any]:
     return {"brokerName": broker_name, "queueId": queue_id, "topic": topic}
 
@@ -271,7 +265,7 @@ class AdminBrokerProcessor:
             table.append((_mq(h.topic, ctx.broker_name, qid),
                           {"lastUpdateTimestamp": last, "maxOffset": max_off,
                            "minOffset": min_off}))
-        body = b'{"offsetTable":' + fastjson_mq_map(table) + b"}"
+        body = b'{"offsetTable":' + jsonutil.dumps_object_keyed(table) + b"}"
         return cmd.response(ResponseCode.SUCCESS, body=body)
 
     def get_consume_stats(self, cmd: RemotingCommand, conn: Any) -> RemotingCommand:
@@ -305,7 +299,7 @@ class AdminBrokerProcessor:
                 table.append((_mq(topic, ctx.broker_name, qid),
                               {"brokerOffset": broker_offset, "consumerOffset": consumer_offset,
                                "lastTimestamp": last}))
-        body = b'{"consumeTps":0.0,"offsetTable":' + fastjson_mq_map(table) + b"}"
+        body = b'{"consumeTps":0.0,"offsetTable":' + jsonutil.dumps_object_keyed(table) + b"}"
         return cmd.response(ResponseCode.SUCCESS, body=body)
 
     # --- connections -----------------------------------------------------------------------

@@ -42,17 +42,11 @@ MQKey = tuple[str, str, int]
 
 
 # --- fastjson Map<MessageQueue, Long> -----------------------------------------------------------
-def _mq_json(mq: MQKey) -> str:
-    return jsonutil.dumps({"brokerName": mq[1], "queueId": mq[2], "topic": mq[0]}).decode()
-
-
 def encode_mq_map(table: dict[MQKey, Any]) -> str:
     """``{ {mq}:value, ... }`` as fastjson writes a ``Map<MessageQueue, V>``."""
-    parts = []
-    for mq, value in table.items():
-        rendered = value if isinstance(value, str) else jsonutil.dumps(value).decode()
-        parts.append(f"{_mq_json(mq)}:{rendered}")
-    return "{" + ",".join(parts) + "}"
+    return jsonutil.dumps_object_keyed(
+        ({"brokerName": mq[1], "queueId": mq[2], "topic": mq[0]}, v) for mq, v in table.items()
+    ).decode()
 
 
 def encode_offset_table(table: dict[MQKey, int]) -> bytes:
