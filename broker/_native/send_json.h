@@ -96,16 +96,84 @@ static const unsigned char STR_STOP[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
 };
 
+/* Eight bytes at a time (SWAR: one uint64_t per step, loaded with memcpy so alignment does not
+ * matter), the table for the last < 8 bytes of the input. str_stop_mask(w) has the high bit set
+ * in each byte of w that STR_STOP marks, by the classic bit tricks "has a byte less than 0x20"
+ * ((w - 0x20..) & ~w) and "has a zero byte" ((x - 0x01..) & ~x) on x = w ^ '"'.. and
+ * w ^ '\\'..: the mask is nonzero exactly when a marked byte is among the eight. A subtraction
+ * borrows towards the more significant bytes only, so bits may be spurious above the
+ * numerically lowest marked byte, never below it. Bytes >= 0x80 are never marked (UTF-8 is
+ * validated up front for the whole header). */
+#define SWAR_ONES 0x0101010101010101ULL
+#define SWAR_HIGH 0x8080808080808080ULL
+
+static inline uint64_t str_stop_mask(uint64_t w) {
+    uint64_t q = w ^ (SWAR_ONES * '"'), b = w ^ (SWAR_ONES * '\\');
+    return (((w - SWAR_ONES * 0x20) & ~w) | ((q - SWAR_ONES) & ~q) | ((b - SWAR_ONES) & ~b))
+           & SWAR_HIGH;
+}
+
+/* Index of the first marked byte of the eight at p, given their nonzero mask m. Little-endian:
+ * memory order is significance order, so the first set high bit is exact; it is found by a
+ * chain of tests rather than a count of trailing zeros, because the branches are predicted
+ * (a header's strings come in the same lengths frame after frame) and the next string's
+ * address then does not wait for the mask. Elsewhere spurious bits could come first: the table
+ * decides. */
+static inline size_t str_first(uint64_t m, const unsigned char *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    (void)p;
+    if (m & 0x80ULL) return 0;
+    if (m & 0x8000ULL) return 1;
+    if (m & 0x800000ULL) return 2;
+    if (m & 0x80000000ULL) return 3;
+    if (m & 0x8000000000ULL) return 4;
+    if (m & 0x800000000000ULL) return 5;
+    if (m & 0x80000000000000ULL) return 6;
+    return 7;
+#else
+    (void)m;
+    size_t k = 0;
+    while (!STR_STOP[p[k]]) k++;
+    return k;
+#endif
+}
+
 /* First byte in [p, end) that STR_STOP marks, or end. */
 static inline const unsigned char *str_run(const unsigned char *p, const unsigned char *end) {
-    while (end - p >= 4) {
-        if (STR_STOP[p[0]]) return p;
-        if (STR_STOP[p[1]]) return p + 1;
-        if (STR_STOP[p[2]]) return p + 2;
-        if (STR_STOP[p[3]]) return p + 3;
-        p += 4;
+    while (end - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        uint64_t m = str_stop_mask(w);
+        if (m) return p + str_first(m, p);
+        p += 8;
     }
     while (p < end && !STR_STOP[*p]) p++;
+    return p;
+}
+
+/* str_run that also copies the run to *dp (advanced past it): each word read is stored whole
+ * before it is checked, so up to 7 bytes past the run are written too. The arena has room for
+ * them: what a header's strings decode to so far never outruns what they occupy in it
+ * (d - arena <= p - header start; an escape decodes to fewer bytes than it is written with),
+ * so with 8 bytes of input left d + 8 stays within the header's length, the arena's least. */
+static inline const unsigned char *str_copy_run(const unsigned char *p, const unsigned char *end,
+                                                unsigned char **dp) {
+    unsigned char *d = *dp;
+    while (end - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        memcpy(d, &w, 8);
+        uint64_t m = str_stop_mask(w);
+        if (m) {
+            size_t k = str_first(m, p);
+            *dp = d + k;
+            return p + k;
+        }
+        p += 8;
+        d += 8;
+    }
+    while (p < end && !STR_STOP[*p]) *d++ = *p++;
+    *dp = d;
     return p;
 }
 
@@ -133,19 +201,11 @@ static int read_hex4(const unsigned char *p, const unsigned char *end, unsigned 
     return 1;
 }
 
-/* A JSON string at j->s (which must be '"'). On success *out views the decoded UTF-8 (into the
- * frame if it has no escape, else into the arena) and 1 is returned; 0: not one we accept. */
-static int jp_string(jp_t *j, sv_t *out) {
-    if (j->s >= j->end || *j->s != '"') return 0;
-    const unsigned char *p = str_run(++j->s, j->end);
-    /* No escape -> zero-copy view. Raw control characters are invalid JSON. */
-    if (p >= j->end || *p < 0x20) return 0;
-    if (*p == '"') {
-        out->p = j->s;
-        out->n = (size_t)(p - j->s);
-        j->s = p + 1;
-        return 1;
-    }
+/* The rest of a string with escapes, p at its first backslash ([j->s, p) plain): decoded into
+ * the arena; jp_string's contract. Out of line: most strings have no escape, and jp_string,
+ * left with the test for them, is small enough to be inlined where strings are read. */
+static __attribute__((noinline)) int jp_string_escaped(jp_t *j, const unsigned char *p,
+                                                        sv_t *out) {
     /* Escapes: copy the plain prefix, then decode into the arena. */
     unsigned char *dst = j->arena, *d = dst;
     size_t pre = (size_t)(p - j->s);
@@ -163,10 +223,7 @@ static int jp_string(jp_t *j, sv_t *out) {
         if (c < 0x20) return 0;
         if (c != '\\') {
             /* A run of plain characters up to the next escape, quote or control byte. */
-            const unsigned char *q = str_run(p, j->end);
-            memcpy(d, p, (size_t)(q - p));
-            d += q - p;
-            p = q;
+            p = str_copy_run(p, j->end, &d);
             continue;
         }
         if (p + 1 >= j->end) return 0;
@@ -182,6 +239,21 @@ static int jp_string(jp_t *j, sv_t *out) {
         case 'r': *d++ = '\r'; break;
         case 't': *d++ = '\t'; break;
         case 'u': {
+            /* \u00XX, the form writers give control characters (RocketMQ's properties are
+             * \u0001 / \u0002 separated): two hex digits, no surrogate, one or two bytes. */
+            if (j->end - p >= 4 && p[0] == '0' && p[1] == '0') {
+                int h = hexval(p[2]), l = hexval(p[3]);
+                if (h < 0 || l < 0) return 0;
+                unsigned cp = (unsigned)(h << 4 | l);
+                p += 4;
+                if (cp < 0x80) {
+                    *d++ = (unsigned char)cp;
+                } else {
+                    *d++ = (unsigned char)(0xC0 | (cp >> 6));
+                    *d++ = (unsigned char)(0x80 | (cp & 0x3F));
+                }
+                break;
+            }
             unsigned cp;
             if (!read_hex4(p, j->end, &cp)) return 0;
             p += 4;
@@ -218,6 +290,24 @@ static int jp_string(jp_t *j, sv_t *out) {
         }
     }
     return 0;
+}
+
+/* A JSON string at j->s (which must be '"'). On success *out views the decoded UTF-8 (into the
+ * frame if it has no escape, else into the arena) and 1 is returned; 0: not one we accept.
+ * Inlined where strings are read (GCC would not on its own): a header is some 30 short
+ * strings, and a call each cost more than their scan. */
+static inline __attribute__((always_inline)) int jp_string(jp_t *j, sv_t *out) {
+    if (j->s >= j->end || *j->s != '"') return 0;
+    const unsigned char *p = str_run(++j->s, j->end);
+    /* No escape -> zero-copy view. Raw control characters are invalid JSON. */
+    if (p >= j->end || *p < 0x20) return 0;
+    if (*p == '"') {
+        out->p = j->s;
+        out->n = (size_t)(p - j->s);
+        j->s = p + 1;
+        return 1;
+    }
+    return jp_string_escaped(j, p, out);
 }
 
 /* A JSON number at j->s. *is_int = 1 and *v set for an integer of at most 18 digits (orjson
