@@ -251,8 +251,7 @@ class MessageStore(StoreReader, StoreDispatch):
                         self._flush_logics_in_thread if self.disk_sync.running
                         else self._flush_logics)
             self._every(self.config.clean_resource_interval, self.clean_expired_files)
-            # Keep the pre-touched window ahead of the commitlog writer (broker/commitlog/warm).
-            self._every(_WARM_INTERVAL_MS, self.warmer.tick)
+            self._every(_WARM_INTERVAL_MS, self.warmer.tick)  # broker/commitlog/warm.py
 
     def _every(self, interval_ms: int, fn) -> None:
         def tick():

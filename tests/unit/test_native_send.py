@@ -231,34 +231,6 @@ def test_parse_header_reads_escapes_and_big_numbers():
     assert got["extFields"]["b"] == orjson.loads(h)["extFields"]["b"]
 
 
-@pytest.mark.parametrize("langs", [
-    [("JAVA", 409), ("CPP", 409), ("JAVA", 409)],
-    [("JAVA", 409), ("JAVA", 410), ("JAVA", 410)],
-    [("GO", 1), ("GO", 1), ("GO", 1)],
-])
-def test_language_and_version_follow_the_frames_of_one_read(tmp_path, langs):
-    """conn.language / conn.version end as the last frame of a read set them, whether the
-    frames before it carried the same values or not (C sets them only when they change)."""
-    pair = Pair(tmp_path)
-    pair.feed(plain_frame(opaque=1))
-    seen = []
-
-    def spy(b):
-        real = b.ctx.store.put_message
-
-        def put(record):
-            seen.append((b.proto.language, b.proto.version))
-            return real(record)
-        b.ctx.store.put_message = put
-    pair.each(spy)
-    data = b"".join(json_frame(dict(BASE, e="0"), opaque=10 + n, language=lang, version=ver)
-                    for n, (lang, ver) in enumerate(langs))
-    pair.feed(data)
-    c, py = pair.outcomes()
-    assert c == py
-    assert seen == langs * 2  # each put saw its own frame's values, on both paths
-
-
 def test_split_reads_at_every_byte_give_identical_outcome(tmp_path):
     """Two frames split into two reads at every byte boundary: the same answers and records."""
     pair = Pair(tmp_path)
