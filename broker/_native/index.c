@@ -43,40 +43,15 @@ store_index_init(void)
     return 0;
 }
 
-/* Java String.hashCode continued over the UTF-16 units of `s`; 0 when `s` holds a lone
- * surrogate (Python's UTF-16 encode raises: the Python path reports it). */
-static int
-hash_more(uint32_t *h, PyObject *s)
-{
-    int kind = PyUnicode_KIND(s);
-    const void *data = PyUnicode_DATA(s);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-    uint32_t x = *h;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c < 0x10000) {
-            if (c >= 0xD800 && c <= 0xDFFF)
-                return 0;
-            x = 31 * x + c;
-        } else {
-            c -= 0x10000;
-            x = 31 * x + (0xD800 + (c >> 10));
-            x = 31 * x + (0xDC00 + (c & 0x3FF));
-        }
-    }
-    *h = x;
-    return 1;
-}
-
 /* IndexFile.indexKeyHashMethod of "topic#key": abs(hashCode), Integer.MIN_VALUE -> 0. */
 static int
 key_hash(PyObject *topic, PyObject *key, int32_t *out)
 {
     uint32_t h = 0;
-    if (!hash_more(&h, topic))
+    if (!java_hash_more(&h, topic))
         return 0;
     h = 31 * h + '#';
-    if (!hash_more(&h, key))
+    if (!java_hash_more(&h, key))
         return 0;
     int32_t v = (int32_t)h;
     *out = v == INT32_MIN ? 0 : v < 0 ? -v : v;

@@ -78,27 +78,38 @@ as_i64(PyObject *o, int64_t lo, int64_t hi, int64_t *out)
 #define I32_OK(o, out) as_i64((o), INT32_MIN, INT32_MAX, (out))
 #define I64_OK(o, out) as_i64((o), INT64_MIN, INT64_MAX, (out))
 
-/* Java String.hashCode over the UTF-16 code units of `s` (the consume queue's tagsCode);
- * 0 when `s` holds a lone surrogate (Python's UTF-16 encode raises: let it). */
+/* Java String.hashCode continued from *h over the UTF-16 code units of `s`; 0 when `s`
+ * holds a lone surrogate (Python's UTF-16 encode raises: the Python path reports it). */
 static __attribute__((unused)) int
-java_hash(PyObject *s, int32_t *out)
+java_hash_more(uint32_t *h, PyObject *s)
 {
     int kind = PyUnicode_KIND(s);
     const void *data = PyUnicode_DATA(s);
     Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-    uint32_t h = 0;
+    uint32_t x = *h;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         if (c < 0x10000) {
             if (c >= 0xD800 && c <= 0xDFFF)
                 return 0;
-            h = 31 * h + c;
+            x = 31 * x + c;
         } else {
             c -= 0x10000;
-            h = 31 * h + (0xD800 + (c >> 10));
-            h = 31 * h + (0xDC00 + (c & 0x3FF));
+            x = 31 * x + (0xD800 + (c >> 10));
+            x = 31 * x + (0xDC00 + (c & 0x3FF));
         }
     }
+    *h = x;
+    return 1;
+}
+
+/* Java String.hashCode of `s` (the consume queue's tagsCode); 0 on a lone surrogate. */
+static __attribute__((unused)) int
+java_hash(PyObject *s, int32_t *out)
+{
+    uint32_t h = 0;
+    if (!java_hash_more(&h, s))
+        return 0;
     *out = (int32_t)h;
     return 1;
 }
