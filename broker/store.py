@@ -27,7 +27,7 @@ from operator import attrgetter
 from twisted.python.failure import Failure
 
 from broker.commitlog.checkpoint import StoreCheckpoint
-from broker.commitlog.commitlog import CommitLog, CommitLogError
+from broker.commitlog.commitlog import CommitLog
 from broker.commitlog.disk_sync import DiskSyncer, plans_fds, sync_fds, sync_paths
 from broker.commitlog.flush import FlushService
 from broker.commitlog.mapped_file import MappedFileError
@@ -474,28 +474,3 @@ class MessageStore(StoreReader, StoreDispatch):
         for key in [k for k in self._cq_cache if k[0] == topic]:
             del self._cq_cache[key]
         return self.consume_queues.delete_topic(topic)
-
-    # --- reads needing the index --------------------------------------------------------------
-    def query_message_offsets(self, topic: str, key: str, max_num: int, begin_ms: int,
-                              end_ms: int):
-        """The index lookup (``QueryOffsetResult``: phy_offsets newest first plus
-        index_last_update_timestamp / _phyoffset for QUERY_MESSAGE's response header)."""
-        if self.index is None:
-            from broker.index.service import QueryOffsetResult
-
-            return QueryOffsetResult()
-        self._drain_index()
-        return self.index.query(topic, key, max_num, begin_ms, end_ms)
-
-    def query_message(self, topic: str, key: str, max_num: int, begin_ms: int,
-                      end_ms: int) -> list[bytes]:
-        """Raw records indexed under ``topic#key`` (UNIQ_KEY or a KEYS token), newest first."""
-        out = []
-        for off in self.query_message_offsets(topic, key, max_num, begin_ms, end_ms).phy_offsets:
-            if off in self.corrupt_offsets:
-                continue
-            try:
-                out.append(self.commitlog.read_raw(off))
-            except CommitLogError as exc:
-                log.warning("query_message: %s", exc)
-        return out

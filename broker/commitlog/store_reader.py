@@ -32,6 +32,7 @@ from broker.commitlog.commitlog import CommitLogError
 from broker.commitlog.record import MessageRecord
 from broker.commitlog.results import GetMessageResult, GetMessageStatus
 from broker.consumequeue.unit import CQ_STORE_UNIT_SIZE
+from broker.index.service import QueryOffsetResult
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ except (ValueError, OSError):  # pragma: no cover - non-POSIX
 
 class StoreReader:
     """Read methods; expects ``self.commitlog``, ``self.consume_queues``, ``self.config``,
-    ``self.corrupt_offsets``."""
+    ``self.corrupt_offsets``, ``self.index`` and ``self._drain_index`` (StoreDispatch)."""
 
     # --- offsets ------------------------------------------------------------------------------
     @property
@@ -219,3 +220,26 @@ class StoreReader:
         res.next_begin_offset = offset + scanned
         res.buffer_total_size = total
         return res
+
+    # --- reads needing the index --------------------------------------------------------------
+    def query_message_offsets(self, topic: str, key: str, max_num: int, begin_ms: int,
+                              end_ms: int):
+        """The index lookup (``QueryOffsetResult``: phy_offsets newest first plus
+        index_last_update_timestamp / _phyoffset for QUERY_MESSAGE's response header)."""
+        if self.index is None:
+            return QueryOffsetResult()
+        self._drain_index()
+        return self.index.query(topic, key, max_num, begin_ms, end_ms)
+
+    def query_message(self, topic: str, key: str, max_num: int, begin_ms: int,
+                      end_ms: int) -> list[bytes]:
+        """Raw records indexed under ``topic#key`` (UNIQ_KEY or a KEYS token), newest first."""
+        out = []
+        for off in self.query_message_offsets(topic, key, max_num, begin_ms, end_ms).phy_offsets:
+            if off in self.corrupt_offsets:
+                continue
+            try:
+                out.append(self.commitlog.read_raw(off))
+            except CommitLogError as exc:
+                log.warning("query_message: %s", exc)
+        return out
