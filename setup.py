@@ -11,11 +11,14 @@ _CFLAGS = ["-O2", "-std=c11", "-Wall", "-Wno-unused-function"]
 
 # One job per file (see each file's head comment): put.c is the check-then-write sequence,
 # the headers next to it the helpers it inlines.
-_STORE_SOURCES = ["put", "putpath_type", "store_attrs", "store_names", "store_module", "index"]
-_STORE_HEADERS = ["putpath", "put_state", "put_publish", "put_props", "put_scratch",
-                  "store_attrs", "store_names", "store_numbers", "index", "index_columns"]
+_STORE_SOURCES = ["put", "put_direct", "putpath_type", "store_attrs", "store_names",
+                  "store_module", "index", "index_run"]
+_STORE_HEADERS = ["putpath", "put_core", "put_state", "put_publish", "put_props", "put_scratch",
+                  "store_attrs", "store_names", "store_numbers", "store_direct", "index",
+                  "index_columns", "index_entries"]
 _SEND_SOURCES = ["send_frame", "send_type", "send_module"]
-_SEND_HEADERS = ["send", "send_json", "send_out", "send_record", "send_run"]
+_SEND_HEADERS = ["send", "send_json", "send_out", "send_record", "send_run", "send_direct",
+                 "store_direct"]
 
 setup(
     ext_modules=[

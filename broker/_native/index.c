@@ -14,6 +14,7 @@
 
 #include "index.h"
 #include "index_columns.h"
+#include "index_entries.h"
 #include "store_numbers.h"
 
 static PyObject *s_topic, *s_properties, *s_physical_offset, *s_store_timestamp;
@@ -53,8 +54,7 @@ key_hash(PyObject *topic, PyObject *key, int32_t *out)
     h = 31 * h + '#';
     if (!java_hash_more(&h, key))
         return 0;
-    int32_t v = (int32_t)h;
-    *out = v == INT32_MIN ? 0 : v < 0 ? -v : v;
+    *out = index_hash_finish(h);
     return 1;
 }
 
@@ -79,48 +79,6 @@ attr_i64(PyObject *o, PyObject *name, int64_t *out)
     }
     Py_DECREF(v);
     return ok;
-}
-
-/* Gathered entries: parallel C arrays, grown as needed. */
-typedef struct {
-    int32_t *h;
-    int64_t *p, *t;
-    Py_ssize_t n, cap;
-} entries_t;
-
-static void
-ent_free(entries_t *e)
-{
-    PyMem_Free(e->h);
-    PyMem_Free(e->p);
-    PyMem_Free(e->t);
-}
-
-/* Append (hash, offset, stamp); -1 with MemoryError. */
-static int
-push(entries_t *e, int32_t h, int64_t off, int64_t ts)
-{
-    if (e->n == e->cap) {
-        Py_ssize_t cap = e->cap ? e->cap * 2 : 256;
-        int32_t *nh = PyMem_Realloc(e->h, sizeof(int32_t) * (size_t)cap);
-        if (nh != NULL)
-            e->h = nh;
-        int64_t *np = nh ? PyMem_Realloc(e->p, sizeof(int64_t) * (size_t)cap) : NULL;
-        if (np != NULL)
-            e->p = np;
-        int64_t *nt = np ? PyMem_Realloc(e->t, sizeof(int64_t) * (size_t)cap) : NULL;
-        if (nt == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        e->t = nt;
-        e->cap = cap;
-    }
-    e->h[e->n] = h;
-    e->p[e->n] = off;
-    e->t[e->n] = ts;
-    e->n++;
-    return 0;
 }
 
 _Static_assert(sizeof(int) == 4 && sizeof(long long) == 8, "array typecodes 'i' and 'q'");
@@ -247,7 +205,8 @@ PyDoc_STRVAR(gather_doc,
 "hashes, phys and stamps are array.array('i'), ('q'), ('q') (parallel).\n"
 "The index entries of pending[start:stop] as IndexService.build_index_batch gathers them\n"
 "(UNIQ_KEY then KEYS, a KEYS equal to UNIQ_KEY once, records at or below `last` skipped);\n"
-"an item is a `record_type` or a put_messages batch (topic, BatchStamp). Stops at the first\n"
+"an item is a `record_type`, a put_messages batch (topic, BatchStamp) or an IndexRun of\n"
+"direct puts. Stops at the first\n"
 "item with a record whose KEYS / UNIQ_KEY are not None or str (KEYS of one token): the\n"
 "caller indexes pending[stop] itself.");
 
@@ -270,6 +229,8 @@ index_gather(PyObject *mod, PyObject *args)
         Py_INCREF(item);
         if (PyTuple_CheckExact(item)) {
             rc = gather_batch(item, rec_type, keys_name, uniq_name, &out, &last, &done);
+        } else if (Py_TYPE(item) != (PyTypeObject *)rec_type) {
+            rc = index_run_gather(item, &out, &last, &done);
         } else if (Py_TYPE(item) == (PyTypeObject *)rec_type) {
             PyObject *topic = PyObject_GetAttr(item, s_topic);
             PyObject *props = topic ? PyObject_GetAttr(item, s_properties) : NULL;

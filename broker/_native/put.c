@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "put_core.h"
 #include "put_props.h"
 #include "put_publish.h"
 #include "put_scratch.h"
@@ -40,29 +41,87 @@
 #include "store_numbers.h"
 
 #define FALLBACK goto fallback
-#define REC(f) keep(&sc, slot_get(rec, self->rec_off[R_##f]))
-#define MF(o, f) keep(&sc, slot_get((o), self->mf_off[M_##f]))
-#define DGET(d, name) keep(&sc, dict_get((d), s_##name))
+#define REC(f) keep(sc, slot_get(rec, self->rec_off[R_##f]))
+#define MF(o, f) keep(sc, slot_get((o), self->mf_off[M_##f]))
+#define DGET(d, name) keep(sc, dict_get((d), s_##name))
 /* Borrowed reads, only for values converted or compared at once (no Python code can run
  * between the read and the use, so nothing can free them). */
 #define REC_B(f) (*(PyObject **)((char *)rec + self->rec_off[R_##f]))
 #define MF_B(o, f) (*(PyObject **)((char *)(o) + self->mf_off[M_##f]))
 #define DGET_B(d, name) PyDict_GetItemWithError((d), s_##name)
 
-PyObject *
-putpath_put(PutPath *self, PyObject *rec)
+/* The record's fields into `in` (the record entry's part of the checks): 1, or 0 when the
+ * record is not the plain case. */
+static int
+record_fields(PutPath *self, PutIn *in, Scratch *sc)
 {
-    Scratch sc;
-    sc.n = 0;
-    sc.cl_held = sc.cq_held = 0;
-    PyObject *result = NULL;
+    PyObject *rec = in->rec;
+    PyObject *body = REC(body);
+    if (body == NULL || !PyBytes_CheckExact(body))
+        return 0;
+    in->body_obj = body;
+    in->body = (const unsigned char *)PyBytes_AS_STRING(body);
+    in->blen = PyBytes_GET_SIZE(body);
+    if (!(in->born = REC(born_host)) || !(in->storeh = REC(store_host)))
+        return 0;
+    in->topic = REC(topic);
+    if (in->topic == NULL || !PyUnicode_CheckExact(in->topic))
+        return 0;
+    in->qid_obj = REC(queue_id);
+    if (!I64_OK(REC_B(sys_flag), &in->sys_flag) || !I32_OK(in->qid_obj, &in->qid) ||
+        !I32_OK(REC_B(flag), &in->flag) || !I64_OK(REC_B(born_timestamp), &in->born_ts) ||
+        !I32_OK(REC_B(reconsume_times), &in->reconsume) ||
+        !I64_OK(REC_B(prepared_transaction_offset), &in->prep_off))
+        return 0;
 
+    /* Properties and the TAGS hash. */
+    PyObject *props = REC(properties), *ps = REC(properties_str);
+    if (props == NULL || ps == NULL || !PyDict_CheckExact(props))
+        return 0;
+    in->pr.ps = ps;
+    in->pr.props = props;
+    if (!props_measure(&in->pr))
+        return 0;
+    in->tags = 0;
+    PyObject *tag = PyDict_GetItemWithError(props, s_TAGS); /* hashed at once */
+    if (tag == NULL && PyErr_Occurred())
+        return 0;
+    if (tag != NULL && tag != Py_None) {
+        if (!PyUnicode_CheckExact(tag))
+            return 0;
+        if (PyUnicode_GET_LENGTH(tag) > 0 && !java_hash(tag, &in->tags))
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether an arrival listener would want a record of `topic` (or the test is not a plain
+ * one): the direct put leaves such records to the record entry, which calls them. */
+static int
+listeners_want(PutPath *self, PyObject *topic)
+{
+    PyObject *ls = self->listeners;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ls); i++) {
+        PyObject *entry = PyList_GET_ITEM(ls, i);
+        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2)
+            return 1;
+        Py_INCREF(entry);
+        int wants = listener_wants(PyTuple_GET_ITEM(entry, 1), topic);
+        Py_DECREF(entry);
+        if (wants != 0)
+            return 1;
+    }
+    return 0;
+}
+
+int
+put_core(PutPath *self, PutIn *in, Scratch *sc, PutOut *out)
+{
+    PyObject *rec = in->rec;
     /* --- checks: nothing below changes any state until "side effects" ------------------- */
-    if (Py_TYPE(rec) != (PyTypeObject *)self->rec_type)
-        FALLBACK;
     /* Store time: int(clock.seconds() * 1000), as Python computes it. Read first: the
      * clock is Python code, nothing read after it can have changed under this put. */
-    PyObject *now = keep(&sc, PyObject_CallNoArgs(self->seconds));
+    PyObject *now = keep(sc, PyObject_CallNoArgs(self->seconds));
     int64_t ts;
     if (now == NULL)
         FALLBACK;
@@ -79,18 +138,18 @@ putpath_put(PutPath *self, PyObject *rec)
 
     if (state_get(self) < 0 || self->st.running != Py_True || self->st.behind != Py_None)
         FALLBACK;
-    PyObject *body = REC(body);
-    if (body == NULL || !PyBytes_CheckExact(body))
+    if (rec != NULL && !record_fields(self, in, sc))
         FALLBACK;
-    Py_ssize_t blen = PyBytes_GET_SIZE(body);
+    Py_ssize_t blen = in->blen;
     if (blen > self->max_body)
+        FALLBACK;
+    PyObject *topic = in->topic;
+    if (rec == NULL && PyList_GET_SIZE(self->listeners) > 0 && listeners_want(self, topic))
         FALLBACK;
 
     /* Hosts: (born bytes, store bytes, V6 flags, both IPv4) from the encoder's pair cache
      * (filled by the Python path), remembered here for the next put from the same pair. */
-    PyObject *born = REC(born_host), *storeh = REC(store_host);
-    if (!born || !storeh)
-        FALLBACK;
+    PyObject *born = in->born, *storeh = in->storeh;
     int hit = 0;
     if (self->c_born != NULL) {
         hit = born == self->c_born ? 1 : PyObject_RichCompareBool(born, self->c_born, Py_EQ);
@@ -101,10 +160,10 @@ putpath_put(PutPath *self, PyObject *rec)
     }
     PyObject *pair;
     if (hit) {
-        pair = keep(&sc, Py_NewRef(self->c_pair));
+        pair = keep(sc, Py_NewRef(self->c_pair));
     } else {
-        PyObject *hosts = keep(&sc, PyTuple_Pack(2, born, storeh));
-        pair = hosts ? keep(&sc, dict_get(self->pairs, hosts)) : NULL;
+        PyObject *hosts = keep(sc, PyTuple_Pack(2, born, storeh));
+        pair = hosts ? keep(sc, dict_get(self->pairs, hosts)) : NULL;
         if (pair == NULL || !PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 4 ||
             PyTuple_GET_ITEM(pair, 3) != Py_True ||
             !PyBytes_CheckExact(PyTuple_GET_ITEM(pair, 0)) ||
@@ -120,17 +179,14 @@ putpath_put(PutPath *self, PyObject *rec)
 
     /* Topic block and magic from the encoder's cache, remembered likewise; the schedule
      * topic's tagsCode is the deliver time, computed in Python (never cached here). */
-    PyObject *topic = REC(topic);
-    if (topic == NULL || !PyUnicode_CheckExact(topic))
-        FALLBACK;
     PyObject *topic_t;
     if (self->c_topic != NULL &&
         (topic == self->c_topic || PyUnicode_Compare(topic, self->c_topic) == 0)) {
-        topic_t = keep(&sc, Py_NewRef(self->c_topic_t));
+        topic_t = keep(sc, Py_NewRef(self->c_topic_t));
     } else {
         if (PyUnicode_Compare(topic, self->schedule_topic) == 0)
             FALLBACK;
-        topic_t = keep(&sc, dict_get(self->topics, topic));
+        topic_t = keep(sc, dict_get(self->topics, topic));
         if (topic_t == NULL || !PyTuple_CheckExact(topic_t) ||
             PyTuple_GET_SIZE(topic_t) != 2 || !PyBytes_CheckExact(PyTuple_GET_ITEM(topic_t, 0)))
             FALLBACK;
@@ -144,42 +200,15 @@ putpath_put(PutPath *self, PyObject *rec)
     Py_ssize_t tblen = PyBytes_GET_SIZE(tb);
 
     /* Transactions: PREPARED / ROLLBACK take no queue offset and no consume-queue unit. */
-    int64_t sys_flag, qid, flag, born_ts, reconsume, prep_off;
-    if (!I64_OK(REC_B(sys_flag), &sys_flag))
-        FALLBACK;
-    int64_t tx = sys_flag & 0xC;
+    int64_t sys_flag = in->sys_flag, qid = in->qid, tx = sys_flag & 0xC;
     if (tx == 0x4 || tx == 0xC)
         FALLBACK;
     sys_flag &= ~(int64_t)0x30; /* both hosts IPv4: the V6 bits cleared */
-    if (sys_flag < INT32_MIN || sys_flag > INT32_MAX)
+    if (sys_flag < INT32_MIN || sys_flag > INT32_MAX || qid < INT32_MIN || qid > INT32_MAX)
         FALLBACK;
-    PyObject *qid_obj = REC(queue_id);
-    if (!I32_OK(qid_obj, &qid) || !I32_OK(REC_B(flag), &flag) ||
-        !I64_OK(REC_B(born_timestamp), &born_ts) ||
-        !I32_OK(REC_B(reconsume_times), &reconsume) ||
-        !I64_OK(REC_B(prepared_transaction_offset), &prep_off))
+    if (in->pr.len > 32767)
         FALLBACK;
-
-    /* Properties and the TAGS hash. */
-    PyObject *props = REC(properties), *ps = REC(properties_str);
-    if (props == NULL || ps == NULL || !PyDict_CheckExact(props))
-        FALLBACK;
-    Props pr;
-    pr.ps = ps;
-    pr.props = props;
-    if (!props_measure(&pr) || pr.len > 32767)
-        FALLBACK;
-    Py_ssize_t plen = pr.len;
-    int32_t tags = 0;
-    PyObject *tag = PyDict_GetItemWithError(props, s_TAGS); /* hashed at once */
-    if (tag == NULL && PyErr_Occurred())
-        FALLBACK;
-    if (tag != NULL && tag != Py_None) {
-        if (!PyUnicode_CheckExact(tag))
-            FALLBACK;
-        if (PyUnicode_GET_LENGTH(tag) > 0 && !java_hash(tag, &tags))
-            FALLBACK;
-    }
+    Py_ssize_t plen = in->pr.len;
 
     /* Queue offset (the key is the Python path's (topic, queueId), the last one reused). */
     PyObject *key;
@@ -190,9 +219,10 @@ putpath_put(PutPath *self, PyObject *rec)
     if (ks->key != NULL && qid == ks->qid &&
         (topic == PyTuple_GET_ITEM(ks->key, 0) ||
          PyUnicode_Compare(topic, PyTuple_GET_ITEM(ks->key, 0)) == 0)) {
-        key = keep(&sc, Py_NewRef(ks->key));
+        key = keep(sc, Py_NewRef(ks->key));
     } else {
-        key = keep(&sc, PyTuple_Pack(2, topic, qid_obj));
+        PyObject *qid_obj = in->qid_obj ? in->qid_obj : keep(sc, PyLong_FromLongLong(qid));
+        key = qid_obj ? keep(sc, PyTuple_Pack(2, topic, qid_obj)) : NULL;
         if (key == NULL)
             FALLBACK;
         Py_hash_t kh = PyObject_Hash(key);
@@ -205,7 +235,7 @@ putpath_put(PutPath *self, PyObject *rec)
     }
     Py_hash_t khash = ks->khash;
     int64_t qoff = 0;
-    PyObject *qv = keep(&sc, Py_XNewRef(DICT_GET_H(self->table, key, khash)));
+    PyObject *qv = keep(sc, Py_XNewRef(DICT_GET_H(self->table, key, khash)));
     if (qv == NULL && PyErr_Occurred())
         FALLBACK;
     if (qv != NULL && !as_i64(qv, 0, INT64_MAX - 1, &qoff))
@@ -220,7 +250,7 @@ putpath_put(PutPath *self, PyObject *rec)
         FALLBACK;
     PyObject *mf = PyList_GET_ITEM(files, PyList_GET_SIZE(files) - 1);
     Py_INCREF(mf);
-    keep(&sc, mf);
+    keep(sc, mf);
     if (Py_TYPE(mf) != (PyTypeObject *)self->mf_type)
         FALLBACK;
     if (!I64_OK(MF_B(mf, wrote_position), &wp) || !I64_OK(MF_B(mf, file_size), &fsz) ||
@@ -234,17 +264,17 @@ putpath_put(PutPath *self, PyObject *rec)
     PyObject *cq;
 #ifdef DICT_VERSION
     if (ks->kcq != NULL && ks->kcq_version == DICT_VERSION(self->cq_cache)) {
-        cq = keep(&sc, Py_NewRef(ks->kcq));
+        cq = keep(sc, Py_NewRef(ks->kcq));
     } else {
         uint64_t v0 = DICT_VERSION(self->cq_cache);
-        cq = keep(&sc, Py_XNewRef(DICT_GET_H(self->cq_cache, key, khash)));
+        cq = keep(sc, Py_XNewRef(DICT_GET_H(self->cq_cache, key, khash)));
         if (cq != NULL) {
             Py_XSETREF(ks->kcq, Py_NewRef(cq));
             ks->kcq_version = v0;
         }
     }
 #else
-    cq = keep(&sc, Py_XNewRef(DICT_GET_H(self->cq_cache, key, khash)));
+    cq = keep(sc, Py_XNewRef(DICT_GET_H(self->cq_cache, key, khash)));
 #endif
     if (cq == NULL)
         FALLBACK;
@@ -253,22 +283,22 @@ putpath_put(PutPath *self, PyObject *rec)
      * each other on every put. */
     QCache *cs = &self->qc[(((uint64_t)(uintptr_t)cq * 0x9E3779B97F4A7C15u) >> 40) % QCACHE];
     if (cq != cs->cq) {
-        PyObject *mfq = keep(&sc, PyObject_GetAttr(cq, s_mfq));
-        PyObject *cq_dict = keep(&sc, instance_dict(cq, cq_names));
-        PyObject *mfq_dict = mfq ? keep(&sc, instance_dict(mfq, files_names)) : NULL;
+        PyObject *mfq = keep(sc, PyObject_GetAttr(cq, s_mfq));
+        PyObject *cq_dict = keep(sc, instance_dict(cq, cq_names));
+        PyObject *mfq_dict = mfq ? keep(sc, instance_dict(mfq, files_names)) : NULL;
         if (cq_dict == NULL || mfq_dict == NULL)
             FALLBACK;
         Py_XSETREF(cs->cq, Py_NewRef(cq));
         Py_XSETREF(cs->cq_dict, Py_NewRef(cq_dict));
         Py_XSETREF(cs->mfq_dict, Py_NewRef(mfq_dict));
     }
-    PyObject *cq_dict = keep(&sc, Py_NewRef(cs->cq_dict));
-    PyObject *cfiles = keep(&sc, dict_get(cs->mfq_dict, s_files));
+    PyObject *cq_dict = keep(sc, Py_NewRef(cs->cq_dict));
+    PyObject *cfiles = keep(sc, dict_get(cs->mfq_dict, s_files));
     if (cfiles == NULL || !PyList_CheckExact(cfiles) || PyList_GET_SIZE(cfiles) == 0)
         FALLBACK;
     PyObject *cmf = PyList_GET_ITEM(cfiles, PyList_GET_SIZE(cfiles) - 1);
     Py_INCREF(cmf);
-    keep(&sc, cmf);
+    keep(sc, cmf);
     if (Py_TYPE(cmf) != (PyTypeObject *)self->mf_type)
         FALLBACK;
     int64_t cpos, cfsz, cffo, mpo;
@@ -285,10 +315,10 @@ putpath_put(PutPath *self, PyObject *rec)
     /* Body CRC through the same function as the Python path (zlib-ng's when installed). */
     int32_t crc;
     if (self->crc_c != NULL && blen <= (Py_ssize_t)UINT32_MAX) {
-        crc = (int32_t)(self->crc_c(0, (const unsigned char *)PyBytes_AS_STRING(body),
-                                    (uint32_t)blen) & 0x7FFFFFFF);
+        crc = (int32_t)(self->crc_c(0, in->body, (uint32_t)blen) & 0x7FFFFFFF);
     } else {
-        PyObject *crc_obj = keep(&sc, PyObject_CallOneArg(self->crc, body));
+        PyObject *crc_obj = in->body_obj ? keep(sc, PyObject_CallOneArg(self->crc, in->body_obj))
+                                         : NULL;
         if (crc_obj == NULL || !PyLong_Check(crc_obj))
             FALLBACK;
         unsigned long crc_full = PyLong_AsUnsignedLongMask(crc_obj);
@@ -301,108 +331,121 @@ putpath_put(PutPath *self, PyObject *rec)
     PyObject *mm = MF(mf, mm), *cmm = MF(cmf, mm);
     if (mm == NULL || cmm == NULL)
         FALLBACK;
-    if (PyObject_GetBuffer(mm, &sc.cl_view, PyBUF_WRITABLE) < 0)
+    if (PyObject_GetBuffer(mm, &sc->cl_view, PyBUF_WRITABLE) < 0)
         FALLBACK;
-    sc.cl_held = 1;
-    if (PyObject_GetBuffer(cmm, &sc.cq_view, PyBUF_WRITABLE) < 0)
+    sc->cl_held = 1;
+    if (PyObject_GetBuffer(cmm, &sc->cq_view, PyBUF_WRITABLE) < 0)
         FALLBACK;
-    sc.cq_held = 1;
-    if (sc.cl_view.len < wp + size || sc.cq_view.len < cpos + 20)
+    sc->cq_held = 1;
+    if (sc->cl_view.len < wp + size || sc->cq_view.len < cpos + 20)
         FALLBACK;
 
     /* New values the attributes will take; allocated before writing so that a MemoryError
-     * here still leaves everything untouched. */
-    PyObject *ts_obj = keep(&sc, cached_int(&self->ic_ts, ts));
-    PyObject *crc_v = keep(&sc, cached_int(&self->ic_crc, crc));
-    PyObject *off_obj = keep(&sc, PyLong_FromLongLong(offset));
-    /* table.get(key, 0) itself, as the Python path uses it. */
-    PyObject *qoff_obj = keep(&sc, qv != NULL ? Py_NewRef(qv) : PyLong_FromLong(0));
-    PyObject *qnext = keep(&sc, PyLong_FromLongLong(qoff + 1));
-    PyObject *size_obj = keep(&sc, cached_int(&self->ic_size, size));
-    PyObject *sf_obj = keep(&sc, PyLong_FromLongLong(sys_flag));
-    PyObject *wp_next = keep(&sc, PyLong_FromLongLong(wp + size));
-    PyObject *cpos_next = keep(&sc, PyLong_FromLongLong(cpos + 20));
-    PyObject *mpo_next = keep(&sc, PyLong_FromLongLong(offset + size));
-    PyObject *tags_obj = keep(&sc, cached_int(&self->ic_tags, tags));
-    if (!ts_obj || !crc_v || !off_obj || !qoff_obj || !qnext || !size_obj || !sf_obj ||
-        !wp_next || !cpos_next || !mpo_next || !tags_obj)
+     * here still leaves everything untouched. The record's own (offset, queue offset, sys
+     * flag) only for a record. */
+    PyObject *ts_obj = keep(sc, cached_int(&self->ic_ts, ts));
+    PyObject *size_obj = keep(sc, cached_int(&self->ic_size, size));
+    PyObject *qnext = keep(sc, PyLong_FromLongLong(qoff + 1));
+    PyObject *wp_next = keep(sc, PyLong_FromLongLong(wp + size));
+    PyObject *cpos_next = keep(sc, PyLong_FromLongLong(cpos + 20));
+    PyObject *mpo_next = keep(sc, PyLong_FromLongLong(offset + size));
+    if (!ts_obj || !size_obj || !qnext || !wp_next || !cpos_next || !mpo_next)
         FALLBACK;
+    PyObject *crc_v = NULL, *off_obj = NULL, *qoff_obj = NULL, *sf_obj = NULL, *tags_obj = NULL;
+    if (rec != NULL) {
+        crc_v = keep(sc, cached_int(&self->ic_crc, crc));
+        off_obj = keep(sc, PyLong_FromLongLong(offset));
+        /* table.get(key, 0) itself, as the Python path uses it. */
+        qoff_obj = keep(sc, qv != NULL ? Py_NewRef(qv) : PyLong_FromLong(0));
+        sf_obj = keep(sc, PyLong_FromLongLong(sys_flag));
+        tags_obj = keep(sc, cached_int(&self->ic_tags, in->tags));
+        if (!crc_v || !off_obj || !qoff_obj || !sf_obj || !tags_obj)
+            FALLBACK;
+    }
 
     /* --- side effects ------------------------------------------------------------------- */
-    unsigned char *p = (unsigned char *)sc.cl_view.buf + wp;
+    unsigned char *p = (unsigned char *)sc->cl_view.buf + wp;
     put_i32(p, 0); /* TOTALSIZE 0 until the whole record is in */
     put_i32(p + 4, (int32_t)magic);
     put_i32(p + 8, crc);
     put_i32(p + 12, (int32_t)qid);
-    put_i32(p + 16, (int32_t)flag);
+    put_i32(p + 16, (int32_t)in->flag);
     put_i64(p + 20, qoff);
     put_i64(p + 28, offset);
     put_i32(p + 36, (int32_t)sys_flag);
-    put_i64(p + 40, born_ts);
+    put_i64(p + 40, in->born_ts);
     memcpy(p + 48, PyBytes_AS_STRING(born_b), 8);
     put_i64(p + 56, ts);
     memcpy(p + 64, PyBytes_AS_STRING(store_b), 8);
-    put_i32(p + 72, (int32_t)reconsume);
-    put_i64(p + 76, prep_off);
+    put_i32(p + 72, (int32_t)in->reconsume);
+    put_i64(p + 76, in->prep_off);
     put_i32(p + 84, (int32_t)blen);
-    memcpy(p + 88, PyBytes_AS_STRING(body), (size_t)blen);
+    memcpy(p + 88, in->body, (size_t)blen);
     memcpy(p + 88 + blen, PyBytes_AS_STRING(tb), (size_t)tblen);
     put_i16(p + 88 + blen + tblen, (int32_t)plen);
-    props_write(&pr, p + 90 + blen + tblen);
+    props_write(&in->pr, p + 90 + blen + tblen);
     /* Keep the compiler from moving the TOTALSIZE store before the others: a kill between
      * them must leave 0 there (the mapping is shared with the page cache). */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     put_i32(p, (int32_t)size);
 
-    unsigned char *u = (unsigned char *)sc.cq_view.buf + cpos;
+    unsigned char *u = (unsigned char *)sc->cq_view.buf + cpos;
     put_i64(u, offset);
     put_i32(u + 8, (int32_t)size);
-    put_i64(u + 12, tags);
-    PyBuffer_Release(&sc.cl_view);
-    sc.cl_held = 0;
-    PyBuffer_Release(&sc.cq_view);
-    sc.cq_held = 0;
+    put_i64(u + 12, in->tags);
+    PyBuffer_Release(&sc->cl_view);
+    sc->cl_held = 0;
+    PyBuffer_Release(&sc->cq_view);
+    sc->cq_held = 0;
 
     /* Publish, in the Python path's terms. A failure from here on (MemoryError) is raised:
      * the bytes are in, a retry through Python would write the record twice. */
     const Py_ssize_t *ro = self->rec_off, *mo = self->mf_off;
     if (DICT_SET_H(self->table, key, qnext, khash) < 0)
-        goto error;
+        return PUT_ERROR;
     slot_set(mf, mo[M_wrote_position], wp_next);
     slot_set(mf, mo[M_last_modified], now);
-    slot_set(rec, ro[R_store_timestamp], ts_obj);
-    slot_set(rec, ro[R_body_crc], crc_v);
-    slot_set(rec, ro[R_physical_offset], off_obj);
-    slot_set(rec, ro[R_queue_offset], qoff_obj);
-    slot_set(rec, ro[R_total_size], size_obj);
-    slot_set(rec, ro[R_magic_code], magic_obj);
-    slot_set(rec, ro[R_sys_flag], sf_obj);
+    if (rec != NULL) {
+        slot_set(rec, ro[R_store_timestamp], ts_obj);
+        slot_set(rec, ro[R_body_crc], crc_v);
+        slot_set(rec, ro[R_physical_offset], off_obj);
+        slot_set(rec, ro[R_queue_offset], qoff_obj);
+        slot_set(rec, ro[R_total_size], size_obj);
+        slot_set(rec, ro[R_magic_code], magic_obj);
+        slot_set(rec, ro[R_sys_flag], sf_obj);
+    }
     slot_set(cmf, mo[M_wrote_position], cpos_next);
     /* The store time attributes are set only when they change (consecutive puts of one
      * millisecond share the int object; re-setting it is unobservable). */
 #ifdef DICT_VERSION
     if (self->cl_ts != ts_obj || self->cl_ts_version != DICT_VERSION(self->cl_dict)) {
         if (PyDict_SetItem(self->cl_dict, s_last_store_timestamp, ts_obj) < 0)
-            goto error;
+            return PUT_ERROR;
         Py_XSETREF(self->cl_ts, Py_NewRef(ts_obj));
         self->cl_ts_version = DICT_VERSION(self->cl_dict);
     }
 #else
     if (PyDict_SetItem(self->cl_dict, s_last_store_timestamp, ts_obj) < 0)
-        goto error;
+        return PUT_ERROR;
 #endif
     if (PyDict_SetItem(cq_dict, s_max_physic_offset, mpo_next) < 0)
-        goto error;
-    if (PyList_GET_SIZE(self->listeners) > 0) {
-        PyObject *args[5] = {topic, qid_obj, qoff_obj, tags_obj, rec};
-        if (call_listeners(self, args) < 0)
-            goto error;
+        return PUT_ERROR;
+    if (rec != NULL) {
+        if (PyList_GET_SIZE(self->listeners) > 0) {
+            PyObject *args[5] = {topic, in->qid_obj, qoff_obj, tags_obj, rec};
+            if (call_listeners(self, args) < 0)
+                return PUT_ERROR;
+        }
+        if (queue_index(self, rec) < 0)
+            return PUT_ERROR;
+    } else if (index_run_queue(self, in, offset, ts) < 0) {
+        return PUT_ERROR;
     }
-    if (queue_index(self, rec) < 0 || state_get(self) < 0)
-        goto error;
+    if (state_get(self) < 0)
+        return PUT_ERROR;
     if (self->st.last_ts != ts_obj &&
         store_set(self, s_last_dispatched_timestamp, ts_obj, &self->st.last_ts) < 0)
-        goto error;
+        return PUT_ERROR;
 
     /* The flush policy: under ASYNC_FLUSH without a reactor there is nothing to do. */
     PyObject *flushed = Py_None;
@@ -413,7 +456,7 @@ putpath_put(PutPath *self, PyObject *rec)
         if (!self->flush_sync) {
             PyObject *soon = DGET_B(self->flush_dict, _soon_call);
             if (soon == NULL && PyErr_Occurred())
-                goto error;
+                return PUT_ERROR;
             if (soon != NULL && soon != Py_None) {
                 call = 0;
             } else if (soon == Py_None) {
@@ -431,28 +474,51 @@ putpath_put(PutPath *self, PyObject *rec)
                 PyErr_Clear(); /* anything odd: on_append itself decides (and raises) */
             }
         }
-        if (call && !(flushed = keep(&sc, PyObject_CallMethodNoArgs(self->flush, s_on_append))))
-            goto error;
+        if (call && !(flushed = keep(sc, PyObject_CallMethodNoArgs(self->flush, s_on_append))))
+            return PUT_ERROR;
     }
-    PyObject *one = keep(&sc, PyLong_FromLong(1));
-    if (one == NULL)
-        goto error;
-    PyObject *aitems[9] = {self->append_ok, off_obj, size_obj, ts_obj, qoff_obj, one,
-                           storeh, Py_None, Py_None};
-    PyObject *ares = keep(&sc, make_result(self->append_type, aitems, 9));
-    if (ares == NULL)
-        goto error;
-    PyObject *pitems[3] = {self->put_ok, ares, flushed};
-    result = make_result(self->put_type, pitems, 3);
-    scratch_release(&sc);
-    return result;
-
-error:
-    scratch_release(&sc);
-    return NULL;
+    out->off_obj = off_obj;
+    out->size_obj = size_obj;
+    out->ts_obj = ts_obj;
+    out->qoff_obj = qoff_obj;
+    out->flushed = flushed;
+    out->offset = offset;
+    out->qoff = qoff;
+    return PUT_DONE;
 
 fallback:
-    PyErr_Clear();
-    scratch_release(&sc);
-    return PyObject_CallOneArg(self->fallback, rec);
+    return PUT_FALLBACK;
+}
+
+PyObject *
+putpath_put(PutPath *self, PyObject *rec)
+{
+    Scratch sc_, *sc = &sc_;
+    sc->n = 0;
+    sc->cl_held = sc->cq_held = 0;
+    PyObject *result = NULL;
+    if (Py_TYPE(rec) != (PyTypeObject *)self->rec_type)
+        return PyObject_CallOneArg(self->fallback, rec);
+    PutIn in;
+    PutOut out;
+    memset(&in, 0, sizeof in);
+    in.rec = rec;
+    int rc = put_core(self, &in, sc, &out);
+    if (rc == PUT_FALLBACK) {
+        PyErr_Clear();
+        scratch_release(sc);
+        return PyObject_CallOneArg(self->fallback, rec);
+    }
+    if (rc == PUT_DONE) {
+        PyObject *one = keep(sc, PyLong_FromLong(1));
+        PyObject *aitems[9] = {self->append_ok, out.off_obj, out.size_obj, out.ts_obj,
+                               out.qoff_obj, one, in.storeh, Py_None, Py_None};
+        PyObject *ares = one ? keep(sc, make_result(self->append_type, aitems, 9)) : NULL;
+        if (ares != NULL) {
+            PyObject *pitems[3] = {self->put_ok, ares, out.flushed};
+            result = make_result(self->put_type, pitems, 3);
+        }
+    }
+    scratch_release(sc);
+    return result;
 }

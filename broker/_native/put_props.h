@@ -18,7 +18,7 @@ typedef struct {
 } Piece;
 
 typedef struct {
-    PyObject *ps, *props; /* ps: the str, or Py_None to build from props */
+    PyObject *ps, *props; /* ps: the str, Py_None to build from props, NULL: raw u/len */
     Piece pieces[MAX_PIECES];
     Py_ssize_t n;         /* pieces collected; -1: too many, write by walking props again */
     const char *u;        /* ps's UTF-8 */
@@ -44,6 +44,8 @@ piece_of(PyObject *k, PyObject *v, Piece *pc)
 static int
 props_measure(Props *pr)
 {
+    if (pr->ps == NULL) /* the direct put's stored bytes, given */
+        return 1;
     if (pr->ps != Py_None) {
         if (!PyUnicode_CheckExact(pr->ps))
             return 0;
@@ -73,7 +75,7 @@ props_measure(Props *pr)
 static void
 props_write(Props *pr, unsigned char *w)
 {
-    if (pr->ps != Py_None) {
+    if (pr->ps != Py_None) { /* a str or the raw bytes */
         memcpy(w, pr->u, (size_t)pr->len);
         return;
     }

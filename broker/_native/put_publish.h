@@ -5,6 +5,7 @@
 
 #include <Python.h>
 
+#include "put_core.h"
 #include "put_state.h"
 #include "putpath.h"
 #include "store_names.h"
@@ -92,21 +93,16 @@ call_listeners(PutPath *self, PyObject *const *args)
     return 0;
 }
 
-/* Queue the record for the index as _dispatch does: drained inline past the limit, else on
- * the next reactor turn. */
+/* Queue the record for the index as _dispatch does. */
 static int
 queue_index(PutPath *self, PyObject *rec)
 {
-    PyObject *store = self->store;
     if (!self->has_index)
         return 0;
     PyObject *pending = state_attr(self, &self->st.pending, s__index_pending);
     if (pending == NULL)
         return -1;
     int rc = -1;
-    PyObject *limit = NULL, *call = NULL, *running = NULL, *drain = NULL;
-    PyObject *reactor = self->reactor;
-    PyObject *r = NULL, *nobj = NULL;
     if (PyList_CheckExact(pending)) {
         if (PyList_Append(pending, rec) < 0)
             goto done;
@@ -117,53 +113,9 @@ queue_index(PutPath *self, PyObject *rec)
         Py_DECREF(a);
     }
     Py_ssize_t n = PyObject_Length(pending);
-    if (n < 0 || !(limit = state_attr(self, &self->st.limit, s_index_drain_limit)))
-        goto done;
-    int over;
-    if (PyLong_CheckExact(limit)) {
-        int overflow;
-        long long lim = PyLong_AsLongLongAndOverflow(limit, &overflow);
-        over = overflow > 0 ? 0 : overflow < 0 ? 1 : n >= lim;
-    } else {
-        if (!(nobj = PyLong_FromSsize_t(n)))
-            goto done;
-        if ((over = PyObject_RichCompareBool(nobj, limit, Py_GE)) < 0)
-            goto done;
-    }
-    if (over) {
-        if (!(r = PyObject_CallMethodNoArgs(store, s__drain_index)))
-            goto done;
-        rc = 0;
-        goto done;
-    }
-    if (!(call = state_attr(self, &self->st.call, s__index_call)))
-        goto done;
-    if (call == Py_None && reactor != Py_None) {
-        if (!(running = state_attr(self, &self->st.running, s_running)))
-            goto done;
-        int truth = PyObject_IsTrue(running);
-        if (truth < 0)
-            goto done;
-        if (truth) {
-            if (!(drain = PyObject_GetAttr(store, s__drain_index)))
-                goto done;
-            PyObject *zero = PyLong_FromLong(0);
-            if (zero == NULL)
-                goto done;
-            r = PyObject_CallMethodObjArgs(reactor, s_callLater, zero, drain, NULL);
-            Py_DECREF(zero);
-            if (r == NULL || store_set(self, s__index_call, r, &self->st.call) < 0)
-                goto done;
-        }
-    }
-    rc = 0;
+    if (n >= 0)
+        rc = index_queued(self, n);
 done:
-    Py_XDECREF(nobj);
-    Py_XDECREF(r);
-    Py_XDECREF(drain);
-    Py_XDECREF(running);
-    Py_XDECREF(call);
-    Py_XDECREF(limit);
     Py_DECREF(pending);
     return rc;
 }

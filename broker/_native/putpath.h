@@ -88,6 +88,7 @@ typedef struct {
 #pragma GCC visibility push(hidden) /* shared between this module's files only */
 extern PyTypeObject PutPathType;                           /* putpath_type.c */
 PyObject *putpath_put(PutPath *self, PyObject *rec);       /* put.c */
+PyObject *store_direct_capsule(void);                        /* put_direct.c */
 #pragma GCC visibility pop
 
 #endif

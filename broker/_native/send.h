@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "send_json.h"
+#include "store_direct.h"
 
 #define SERIALIZE_JSON 0
 #define CODE_SEND_V2 310
@@ -67,6 +68,11 @@ typedef struct {
      * per run, so a nested run (a put whose listener fed another connection synchronously)
      * hands its frames to the Python path instead. */
     int busy;
+    /* The direct put (store_direct.h): whether to try it (tests turn it off to compare),
+     * and the stored properties of the frame being handled. */
+    char direct_on; /* T_BOOL */
+    unsigned char *pbuf;
+    size_t pbuf_cap;
 } Sender;
 
 /* Per run(): the Python-level state read once, and the per-topic result of the checks. */
@@ -82,6 +88,7 @@ typedef struct {
     int multi;
     PyObject *st_topic; /* stats accumulated: on_put(topic, count, size) once per run */
     long long st_count, st_size;
+    PyObject *pp; /* the PutPath behind put (borrowed from it), NULL: no direct put */
     PyObject *set_lang; /* conn.language / conn.version as this run last set them */
     long long set_ver;
 } run_t;
@@ -99,6 +106,7 @@ extern PyObject *str_processor, *str_ctx, *str_sync_flush, *str_max_message_size
     *str_trace, *str_general_answer, *str_template_bytes;
 
 int bkey_set(bkey_t *k, PyObject *str);                                    /* send_type.c */
+extern const StoreDirectAPI *direct_api; /* send_module.c: NULL without broker._native._store */
 extern PyTypeObject SenderType;                                           /* send_type.c */
 PyObject *Sender_run(Sender *s, PyObject *const *args, Py_ssize_t nargs); /* send_frame.c */
 PyObject *Sender_take_failure(Sender *s, PyObject *unused);               /* send_frame.c */

@@ -47,6 +47,149 @@ static int set_failure(Sender *s, const unsigned char *hs, const unsigned char *
     return F_FAILED;
 }
 
+/* ctx.stats.on_put(topic, 1, len(body)), summed per topic and applied once per run. */
+static int stats_add(run_t *r, PyObject *topic, long long body_len) {
+    if (r->st_topic != topic) {
+        if (stats_flush(r) < 0) return -1;
+        Py_INCREF(topic);
+        r->st_topic = topic;
+    }
+    r->st_count += 1;
+    r->st_size += body_len;
+    return 0;
+}
+
+/* build_props for the record: the dict, or NULL with *rc the frame's outcome (F_DECLINE
+ * for a TRAN_MSG / schedule property, else the failure). */
+static PyObject *record_props(Sender *s, run_t *r, const hdr_t *h, const unsigned char *hs,
+                              const unsigned char *he, const unsigned char *be, int *rc) {
+    int perr;
+    const int i = 'i' - 'a';
+    PyObject *props = build_props(s, h->ext_is_str[i] ? h->ext[i] : (sv_t){NULL, 0},
+                                  r->cluster, &perr);
+    if (props == NULL) *rc = perr ? set_failure(s, hs, he, be) : F_DECLINE;
+    return props;
+}
+
+/* The record's way: MessageRecord built and store.put_message(record) called (steals
+ * `props`). F_DONE with *wrote and *qv for the response, or with *wrote = -1 when the answer
+ * is already in s->out (a refused put, numbers outside the fast formatter); F_FAILED. */
+static int record_put(Sender *s, run_t *r, const hdr_t *h, PyObject *topic, PyObject *props,
+                      long long qid, long long flag, long long flags, long long born,
+                      long long times, const unsigned char *hs, const unsigned char *he,
+                      const unsigned char *be, PyObject *out, long long *wrote,
+                      long long *qvp) {
+    size_t hlen = (size_t)(he - hs);
+    long long body_len = (long long)(be - he);
+    PyObject *body = PyBytes_FromStringAndSize((const char *)he, (Py_ssize_t)body_len);
+    PyObject *qo = PyLong_FromLongLong(qid), *fo = PyLong_FromLongLong(flag),
+             *so = PyLong_FromLongLong(flags), *bo = PyLong_FromLongLong(born),
+             *to = PyLong_FromLongLong(times);
+    PyObject *record = NULL;
+    if (body && qo && fo && so && bo && to) {
+        /* MessageRecord(topic, body, queue_id, flag, props, sys_flag, born, peer, store_host,
+         * reconsume_times): the same positional call plain_v2_record makes. */
+        PyObject *args[REC_ARGS] = {topic, body, qo, fo, props, so, bo, r->peer, r->store_host,
+                                    to};
+        record = make_record(s, args);
+    }
+    Py_XDECREF(qo);
+    Py_XDECREF(fo);
+    Py_XDECREF(so);
+    Py_XDECREF(bo);
+    Py_XDECREF(to);
+    Py_DECREF(props);
+    if (record == NULL) {
+        Py_XDECREF(body);
+        return set_failure(s, hs, he, be);
+    }
+    /* An arrival listener may write to this connection (a held pull answered): what it adds
+     * to the out list must follow the responses produced before it. */
+    Py_ssize_t n_out = PyList_GET_SIZE(out);
+    PyObject *result = PyObject_CallOneArg(r->put, record);
+    Py_DECREF(record);
+    if (result == NULL) { Py_DECREF(body); return set_failure(s, hs, he, be); }
+    if (PyList_GET_SIZE(out) != n_out && out_flush(s, out, n_out) < 0) goto error;
+    PyObject *status = item(result, 0);
+    if (status == NULL) goto error;
+    int ok = status == s->put_ok;
+    Py_DECREF(status);
+    *wrote = -1;
+    if (!ok) {
+        /* Rare (store stopped, properties too long...): FusedSendV2._general_answer. */
+        if (stats_flush(r) < 0) goto error;
+        PyObject *obj = PyObject_CallMethod(s->fused, "_loads", "y#", (const char *)hs,
+                                            (Py_ssize_t)hlen);
+        PyObject *qobj = obj ? PyLong_FromLongLong(qid) : NULL;
+        PyObject *ans = qobj ? PyObject_CallMethodObjArgs(s->fused, str_general_answer, obj,
+                                                           body, result, qobj, topic, NULL)
+                             : NULL;
+        Py_XDECREF(obj);
+        Py_XDECREF(qobj);
+        if (ans == NULL) goto error;
+        if (!PyBytes_Check(ans) || out_reserve(s, (size_t)PyBytes_GET_SIZE(ans)) < 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "answer must be bytes");
+            Py_DECREF(ans);
+            goto error;
+        }
+        out_put(s, PyBytes_AS_STRING(ans), (size_t)PyBytes_GET_SIZE(ans));
+        Py_DECREF(ans);
+        Py_DECREF(body);
+        Py_DECREF(result);
+        return F_DONE;
+    }
+    Py_DECREF(body);
+    body = NULL;
+    PyObject *append = item(result, 1);
+    if (append == NULL) goto error;
+    PyObject *wo = item(append, 1), *qoff = wo ? item(append, 4) : NULL;
+    Py_DECREF(append);
+    if (qoff == NULL) { Py_XDECREF(wo); goto error; }
+    int o1 = 0, o2 = 0;
+    long long wv = PyLong_Check(wo) ? PyLong_AsLongLongAndOverflow(wo, &o1) : (o1 = 1, 0);
+    long long qv = PyLong_Check(qoff) ? PyLong_AsLongLongAndOverflow(qoff, &o2) : (o2 = 1, 0);
+    if (!(o1 || o2 || wv < 0)) {
+        Py_DECREF(wo);
+        Py_DECREF(qoff);
+        Py_DECREF(result);
+        *wrote = wv;
+        *qvp = qv;
+        return F_DONE;
+    }
+    /* Outside what the fast formatter writes: Python's % on the same template. */
+    long long opaque = h->opaque.present ? h->opaque.v : 0;
+    PyObject *tb = stats_add(r, topic, body_len) < 0 ? NULL
+                                                      : PyObject_GetAttr(s->fused,
+                                                                         str_template_bytes);
+    PyObject *vals = tb ? Py_BuildValue("(OLOL)", wo, qid, qoff, opaque) : NULL;
+    PyObject *hdr = vals ? PyNumber_Remainder(tb, vals) : NULL;
+    Py_XDECREF(tb);
+    Py_XDECREF(vals);
+    Py_DECREF(wo);
+    Py_DECREF(qoff);
+    if (hdr == NULL) goto error;
+    if (!PyBytes_Check(hdr) || out_reserve(s, 8 + (size_t)PyBytes_GET_SIZE(hdr)) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "template must be bytes");
+        Py_DECREF(hdr);
+        goto error;
+    }
+    uint32_t n = (uint32_t)PyBytes_GET_SIZE(hdr);
+    unsigned char pre[8] = {(unsigned char)((n + 4) >> 24), (unsigned char)((n + 4) >> 16),
+                            (unsigned char)((n + 4) >> 8), (unsigned char)(n + 4),
+                            (unsigned char)(n >> 24), (unsigned char)(n >> 16),
+                            (unsigned char)(n >> 8), (unsigned char)n};
+    out_put(s, pre, 8);
+    out_put(s, PyBytes_AS_STRING(hdr), n);
+    Py_DECREF(hdr);
+    Py_DECREF(result);
+    return F_DONE;
+error:
+    /* After the put (the record is stored): answered SYSTEM_ERROR like any fused handler
+     * that raised (RemotingProtocol._fused_failed). */
+    Py_DECREF(result);
+    Py_XDECREF(body);
+    return set_failure(s, hs, he, be);
+}
 /* One complete JSON frame [start, end) whose header ends at hend. Returns F_DECLINE before any
  * side effect when the Python path must handle it, F_DONE when the response is in s->out (or
  * the out list), F_FAILED when put_message (or a check calling Python) raised: s->failure. */
@@ -92,9 +235,14 @@ static int handle(Sender *s, run_t *r, const unsigned char *src, Py_ssize_t star
     if (tok < 0) return set_failure(s, hs, he, src + end);
     long long body_len = (long long)(end - hend);
     if (!tok || qid >= r->maxq || body_len > r->max_msg) return F_DECLINE;
-    int perr;
-    PyObject *props = build_props(s, IS('i') ? L('i') : (sv_t){NULL, 0}, r->cluster, &perr);
-    if (props == NULL) return perr ? set_failure(s, hs, he, src + end) : F_DECLINE;
+    /* The stored properties for the direct put (or a declining name: the Python path). */
+    DirectIn d;
+    int dp = r->pp == NULL ? 0
+             : direct_props(s, IS('i') ? L('i') : (sv_t){NULL, 0}, r->cluster, &d);
+    if (dp < 0) return F_DECLINE;
+    PyObject *props = NULL;
+    int prc;
+    if (dp == 0 && !(props = record_props(s, r, &h, hs, he, src + end, &prc))) return prc;
 #undef L
 #undef IS
     /* Committed: conn.language / conn.version as RemotingProtocol._handle records them;
@@ -107,7 +255,7 @@ static int handle(Sender *s, run_t *r, const unsigned char *src, Py_ssize_t star
         if (ver == NULL || PyObject_SetAttr(conn, str_language, lang) < 0
             || PyObject_SetAttr(conn, str_version, ver) < 0) {
             Py_XDECREF(ver);
-            Py_DECREF(props);
+            Py_XDECREF(props);
             return set_failure(s, hs, he, src + end);
         }
         Py_DECREF(ver);
@@ -115,110 +263,36 @@ static int handle(Sender *s, run_t *r, const unsigned char *src, Py_ssize_t star
         r->set_ver = vv;
     }
     long long flags = sys_flag | (r->multi ? MULTI_TAGS_FLAG : 0);
-    PyObject *body = PyBytes_FromStringAndSize((const char *)he, (Py_ssize_t)body_len);
-    PyObject *qo = PyLong_FromLongLong(qid), *fo = PyLong_FromLongLong(flag),
-             *so = PyLong_FromLongLong(flags), *bo = PyLong_FromLongLong(born),
-             *to = PyLong_FromLongLong(times);
-    PyObject *record = NULL;
-    if (body && qo && fo && so && bo && to) {
-        /* MessageRecord(topic, body, queue_id, flag, props, sys_flag, born, peer, store_host,
-         * reconsume_times): the same positional call plain_v2_record makes. */
-        PyObject *args[REC_ARGS] = {topic, body, qo, fo, props, so, bo, r->peer, r->store_host,
-                                    to};
-        record = make_record(s, args);
-    }
-    Py_XDECREF(qo);
-    Py_XDECREF(fo);
-    Py_XDECREF(so);
-    Py_XDECREF(bo);
-    Py_XDECREF(to);
-    Py_DECREF(props);
-    if (record == NULL) {
-        Py_XDECREF(body);
-        return set_failure(s, hs, he, src + end);
-    }
-    /* An arrival listener may write to this connection (a held pull answered): what it adds
-     * to the out list must follow the responses produced before it. */
-    Py_ssize_t n_out = PyList_GET_SIZE(out);
-    PyObject *result = PyObject_CallOneArg(r->put, record);
-    Py_DECREF(record);
-    if (result == NULL) { Py_DECREF(body); return set_failure(s, hs, he, src + end); }
-    if (PyList_GET_SIZE(out) != n_out && out_flush(s, out, n_out) < 0) goto error;
-    PyObject *status = item(result, 0);
-    if (status == NULL) goto error;
-    int ok = status == s->put_ok;
-    Py_DECREF(status);
-    if (!ok) {
-        /* Rare (store stopped, properties too long...): FusedSendV2._general_answer. */
-        if (stats_flush(r) < 0) goto error;
-        PyObject *obj = PyObject_CallMethod(s->fused, "_loads", "y#", (const char *)hs,
-                                            (Py_ssize_t)hlen);
-        PyObject *qobj = obj ? PyLong_FromLongLong(qid) : NULL;
-        PyObject *ans = qobj ? PyObject_CallMethodObjArgs(s->fused, str_general_answer, obj,
-                                                           body, result, qobj, topic, NULL)
-                             : NULL;
-        Py_XDECREF(obj);
-        Py_XDECREF(qobj);
-        if (ans == NULL) goto error;
-        if (!PyBytes_Check(ans) || out_reserve(s, (size_t)PyBytes_GET_SIZE(ans)) < 0) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "answer must be bytes");
-            Py_DECREF(ans);
-            goto error;
+    long long wrote = 0, qv = 0;
+    if (dp > 0) {
+        d.topic = topic;
+        d.queue_id = qid;
+        d.flag = flag;
+        d.born_ts = born;
+        d.sys_flag = flags;
+        d.reconsume_times = times;
+        d.body = he;
+        d.body_len = (Py_ssize_t)body_len;
+        d.born_host = r->peer;
+        d.store_host = r->store_host;
+        DirectOut o;
+        int rc = direct_api->put(r->pp, &d, &o);
+        if (rc < 0) return set_failure(s, hs, he, src + end);
+        if (rc > 0) {
+            wrote = o.offset;
+            qv = o.queue_offset;
+            goto stored;
         }
-        out_put(s, PyBytes_AS_STRING(ans), (size_t)PyBytes_GET_SIZE(ans));
-        Py_DECREF(ans);
-        Py_DECREF(body);
-        Py_DECREF(result);
-        return F_DONE;
+        /* Not taken (nothing changed): the record's way. */
+        if (!(props = record_props(s, r, &h, hs, he, src + end, &prc))) return prc;
     }
-    Py_DECREF(body);
-    /* ctx.stats.on_put(topic, 1, len(body)), summed per topic and applied once per run. */
-    if (r->st_topic != topic) {
-        if (stats_flush(r) < 0) goto error;
-        Py_INCREF(topic);
-        r->st_topic = topic;
-    }
-    r->st_count += 1;
-    r->st_size += body_len;
-    PyObject *append = item(result, 1);
-    if (append == NULL) goto error;
-    PyObject *wo = item(append, 1), *qoff = wo ? item(append, 4) : NULL;
-    Py_DECREF(append);
-    if (qoff == NULL) { Py_XDECREF(wo); goto error; }
-    int o1 = 0, o2 = 0;
-    long long wrote = PyLong_Check(wo) ? PyLong_AsLongLongAndOverflow(wo, &o1) : (o1 = 1, 0);
-    long long qv = PyLong_Check(qoff) ? PyLong_AsLongLongAndOverflow(qoff, &o2) : (o2 = 1, 0);
-    long long opaque = h.opaque.present ? h.opaque.v : 0;
-    if (o1 || o2 || wrote < 0) {
-        /* Outside what the fast formatter writes: Python's % on the same template. */
-        PyObject *tb = PyObject_GetAttr(s->fused, str_template_bytes);
-        PyObject *vals = tb ? Py_BuildValue("(OLOL)", wo, qid, qoff, opaque) : NULL;
-        PyObject *hdr = vals ? PyNumber_Remainder(tb, vals) : NULL;
-        Py_XDECREF(tb);
-        Py_XDECREF(vals);
-        Py_DECREF(wo);
-        Py_DECREF(qoff);
-        if (hdr == NULL) goto error;
-        if (!PyBytes_Check(hdr) || out_reserve(s, 8 + (size_t)PyBytes_GET_SIZE(hdr)) < 0) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "template must be bytes");
-            Py_DECREF(hdr);
-            goto error;
-        }
-        uint32_t n = (uint32_t)PyBytes_GET_SIZE(hdr);
-        unsigned char pre[8] = {(unsigned char)((n + 4) >> 24), (unsigned char)((n + 4) >> 16),
-                                (unsigned char)((n + 4) >> 8), (unsigned char)(n + 4),
-                                (unsigned char)(n >> 24), (unsigned char)(n >> 16),
-                                (unsigned char)(n >> 8), (unsigned char)n};
-        out_put(s, pre, 8);
-        out_put(s, PyBytes_AS_STRING(hdr), n);
-        Py_DECREF(hdr);
-        Py_DECREF(result);
-        return F_DONE;
-    }
-    Py_DECREF(wo);
-    Py_DECREF(qoff);
-    Py_DECREF(result);
+    int rc = record_put(s, r, &h, topic, props, qid, flag, flags, born, times, hs, he,
+                        src + end, out, &wrote, &qv);
+    if (rc != F_DONE || wrote < 0) return rc; /* wrote < 0: answered already */
+stored:
+    if (stats_add(r, topic, body_len) < 0) return set_failure(s, hs, he, src + end);
     /* head + %016X(commitlog offset) + t0 + queueId + t1 + queueOffset + t2 + opaque + t3 */
+    long long opaque = h.opaque.present ? h.opaque.v : 0;
     char num[3][24];
     int nl[3] = {fmt_i64(num[0], qid), fmt_i64(num[1], qv), fmt_i64(num[2], opaque)};
     size_t n = (size_t)PyBytes_GET_SIZE(s->t_head) + 16;
@@ -240,12 +314,6 @@ static int handle(Sender *s, run_t *r, const unsigned char *src, Py_ssize_t star
         if (i < 3) out_put(s, num[i], (size_t)nl[i]);
     }
     return F_DONE;
-error:
-    /* After the put (the record is stored): answered SYSTEM_ERROR like any fused handler
-     * that raised (RemotingProtocol._fused_failed). */
-    Py_DECREF(result);
-    Py_DECREF(body);
-    return set_failure(s, hs, he, src + end);
 }
 
 /* run(src, pos, size, max_length, out, conn) -> pos

@@ -96,7 +96,18 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_send",
 #define INTERN(var, text) \
     if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
 
+const StoreDirectAPI *direct_api;
+
 PyMODINIT_FUNC PyInit__send(void) {
+    /* The store's direct put, when its module is built (it is optional like this one). */
+    /* (Not PyCapsule_Import: it walks attributes from ``broker``, which has no ``_native``
+     * attribute until that package's import, running now, completes.) */
+    PyObject *store = PyImport_ImportModule("broker._native._store");
+    PyObject *cap = store ? PyObject_GetAttrString(store, "_direct_api") : NULL;
+    direct_api = cap ? PyCapsule_GetPointer(cap, STORE_DIRECT_CAPSULE) : NULL;
+    Py_XDECREF(cap); /* the module keeps the capsule and the table alive */
+    Py_XDECREF(store);
+    if (direct_api == NULL) PyErr_Clear();
     INTERN(str_processor, "processor");
     INTERN(str_ctx, "ctx");
     INTERN(str_sync_flush, "sync_flush");

@@ -11,6 +11,7 @@
 #define RMQ_EMU_SEND_RUN_H
 
 #include "send.h"
+#include "send_direct.h"
 #include "send_out.h"
 
 /* ``_small_decimal``: a str of ASCII digits shorter than max_len (Python's isdecimal also takes
@@ -95,6 +96,7 @@ static int run_ready(Sender *s, run_t *r, PyObject *conn) {
     if (!(r->valid = PyObject_GetAttr(r->processor, str_valid_topics))) return -1;
     if (!(r->remember = PyObject_GetAttr(r->processor, str_remember_valid))) return -1;
     if (!(r->peer = PyObject_GetAttr(conn, str_peer))) return -1;
+    r->pp = s->direct_on ? direct_target(r->put) : NULL;
     return template_refresh(s, r);
 }
 

@@ -91,6 +91,7 @@ static int Sender_init(Sender *s, PyObject *args, PyObject *kw) {
     Py_DECREF(seq);
     if (bkey_set(&s->wait_key, wait_key) < 0) return -1;
     if (record_layout(s, record_cls, record_slots, record_defaults) < 0) return -1;
+    s->direct_on = direct_api != NULL;
     s->java = PyUnicode_InternFromString("JAVA");
     if (s->java == NULL) return -1;
 #define KEEP(f) Py_INCREF(f); s->f = f
@@ -148,6 +149,7 @@ static void Sender_dealloc(Sender *s) {
     PyMem_Free(s->topic_b);
     PyMem_Free(s->arena);
     PyMem_Free(s->out);
+    PyMem_Free(s->pbuf);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
@@ -162,6 +164,9 @@ static PyMethodDef Sender_methods[] = {
 static PyMemberDef Sender_members[] = {
     {"record_fields", T_INT, offsetof(Sender, rec_n), READONLY,
      "fields of a MessageRecord filled directly (0: the class is called)"},
+    {"direct", T_BOOL, offsetof(Sender, direct_on), 0,
+     "try the store's direct put before building a MessageRecord (True when "
+     "broker._native._store offers it; False: always the record)"},
     {NULL, 0, 0, 0, NULL},
 };
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "index.h"
+#include "put_core.h"
 #include "putpath.h"
 #include "store_names.h"
 
@@ -76,7 +77,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__store(void)
 {
-    if (intern_names() < 0 || store_index_init() < 0 || PyType_Ready(&PutPathType) < 0)
+    if (intern_names() < 0 || store_index_init() < 0 || PyType_Ready(&PutPathType) < 0 ||
+        PyType_Ready(&IndexRunType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
@@ -88,6 +90,12 @@ PyInit__store(void)
     Py_INCREF(&PutPathType);
     if (PyModule_AddObject(m, "PutPath", (PyObject *)&PutPathType) < 0) {
         Py_DECREF(&PutPathType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *capsule = store_direct_capsule();
+    if (capsule == NULL || PyModule_AddObject(m, "_direct_api", capsule) < 0) {
+        Py_XDECREF(capsule);
         Py_DECREF(m);
         return NULL;
     }

@@ -103,6 +103,30 @@ java_hash_more(uint32_t *h, PyObject *s)
     return 1;
 }
 
+/* Java String.hashCode continued over ASCII bytes (one UTF-16 code unit each); 0 when a
+ * byte is not ASCII. */
+static __attribute__((unused)) int
+java_hash_ascii(uint32_t *h, const unsigned char *p, Py_ssize_t n)
+{
+    uint32_t x = *h;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (p[i] >= 0x80)
+            return 0;
+        x = 31 * x + p[i];
+    }
+    *h = x;
+    return 1;
+}
+
+/* IndexFile.indexKeyHashMethod's last step on the hashCode of "topic#key": abs, with
+ * Integer.MIN_VALUE mapped to 0. */
+static inline int32_t
+index_hash_finish(uint32_t h)
+{
+    int32_t v = (int32_t)h;
+    return v == INT32_MIN ? 0 : v < 0 ? -v : v;
+}
+
 /* Java String.hashCode of `s` (the consume queue's tagsCode); 0 on a lone surrogate. */
 static __attribute__((unused)) int
 java_hash(PyObject *s, int32_t *out)

@@ -4,6 +4,7 @@ anything unusual or when an interceptor or observer must see the request."""
 
 from __future__ import annotations
 
+import hashlib
 import random
 import struct
 
@@ -83,13 +84,24 @@ class Broker:
                 u = store.get_consume_queue_units(topic, qid, 0, 1000)
                 if u:
                     units[(topic, qid)] = u
+        index = index_digest(store)
         p = self.proto
         stats = self.ctx.stats
-        result = (self.transport.value(), log, units, p.language, p.version, p.client_id,
-                  p.closed, sorted(self.ctx.warned), stats.put_total, stats.put_size_total,
-                  dict(stats.put_by_topic))
+        result = (self.transport.value(), log, units, index, p.language, p.version,
+                  p.client_id, p.closed, sorted(self.ctx.warned), stats.put_total,
+                  stats.put_size_total, dict(stats.put_by_topic))
         store.shutdown()
         return result
+
+
+def index_digest(store) -> list[str]:
+    """The index files' written bytes (header, hash slots, entries) as digests, after the
+    queued entries are drained (the whole files are hundreds of MB)."""
+    store._drain_index()
+    if store.index is None:
+        return []
+    return [hashlib.blake2b(memoryview(f._mm)[: f._entries_base + f.header.index_count * 20]).hexdigest()
+            for f in store.index.files]
 
 
 def both(tmp_path, data: bytes, general_only: bool = True, **kw):
