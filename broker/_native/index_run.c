@@ -112,14 +112,22 @@ done:
     return rc;
 }
 
-/* hashCode("topic#key") as the index hashes it, for an ASCII key; 0 otherwise. */
+/* hashCode("topic#key") as the index hashes it, for an ASCII key; 0 otherwise. The hash
+ * of "topic#" is kept for the next message of the same topic. */
 static int
-key_hash_ascii(PyObject *topic, const unsigned char *p, Py_ssize_t n, int32_t *out)
+key_hash_ascii(PutPath *self, PyObject *topic, const unsigned char *p, Py_ssize_t n,
+               int32_t *out)
 {
     uint32_t h = 0;
-    if (!java_hash_more(&h, topic))
-        return 0;
-    h = 31 * h + '#';
+    if (topic == self->c_itopic) {
+        h = self->c_ih;
+    } else {
+        if (!java_hash_more(&h, topic))
+            return 0;
+        h = 31 * h + '#';
+        Py_XSETREF(self->c_itopic, Py_NewRef(topic));
+        self->c_ih = h;
+    }
     if (!java_hash_ascii(&h, p, n))
         return 0;
     *out = index_hash_finish(h);
@@ -127,7 +135,7 @@ key_hash_ascii(PyObject *topic, const unsigned char *p, Py_ssize_t n, int32_t *o
 }
 
 int
-index_run_keys_ok(const PutIn *in, int32_t *hu, int32_t *hk, int *n)
+index_run_keys_ok(PutPath *self, const PutIn *in, int32_t *hu, int32_t *hk, int *n)
 {
     /* build_index_batch's entries: UNIQ_KEY, then KEYS unless it equals UNIQ_KEY. */
     const unsigned char *keys = in->keys_n > 0 ? in->keys : NULL;
@@ -136,13 +144,13 @@ index_run_keys_ok(const PutIn *in, int32_t *hu, int32_t *hk, int *n)
                                      memcmp(uniq, keys, (size_t)in->keys_n) != 0);
     *n = 0;
     if (with_uniq) {
-        if (!key_hash_ascii(in->topic, uniq, in->uniq_n, hu))
+        if (!key_hash_ascii(self, in->topic, uniq, in->uniq_n, hu))
             return 0;
         (*n)++;
     }
     if (keys != NULL) {
         if (memchr(keys, ' ', (size_t)in->keys_n) != NULL ||
-            !key_hash_ascii(in->topic, keys, in->keys_n, with_uniq ? hk : hu))
+            !key_hash_ascii(self, in->topic, keys, in->keys_n, with_uniq ? hk : hu))
             return 0;
         (*n)++;
     }
@@ -154,12 +162,8 @@ index_run_queue(PutPath *self, const PutIn *in, int64_t offset, int64_t ts)
 {
     if (!self->has_index)
         return 0;
-    int32_t h[2];
-    int n;
-    if (!index_run_keys_ok(in, &h[0], &h[1], &n)) { /* checked before writing: cannot be */
-        PyErr_SetString(PyExc_SystemError, "direct put: index keys changed");
-        return -1;
-    }
+    const int32_t *h = in->ih; /* hashed before the write (put_direct.c) */
+    int n = in->in_n;
     if (n == 0)
         return 0; /* nothing to index (the drain would skip the record) */
     PyObject *pending = state_attr(self, &self->st.pending, s__index_pending);

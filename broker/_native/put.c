@@ -95,6 +95,29 @@ record_fields(PutPath *self, PutIn *in, Scratch *sc)
     return 1;
 }
 
+/* The table's own key object equal to `key` (a small table is scanned; else `key`):
+ * looked up with it, the dict finds the entry by identity instead of comparing two tuples
+ * on each of a put's two lookups (the first put of a queue, in Python, made the key).
+ * Borrowed from the scratch or the table, which the key cache then holds. */
+static PyObject *
+table_key(PyObject *table, PyObject *key)
+{
+    if (PyDict_GET_SIZE(table) > 256)
+        return key;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(table, &pos, &k, &v)) {
+        if (k == key || !PyTuple_CheckExact(k) || PyTuple_GET_SIZE(k) != 2)
+            continue;
+        int eq = PyObject_RichCompareBool(k, key, Py_EQ); /* str and int items: no code runs */
+        if (eq < 0)
+            PyErr_Clear();
+        if (eq > 0)
+            return k;
+    }
+    return key;
+}
+
 /* Whether an arrival listener would want a record of `topic` (or the test is not a plain
  * one): the direct put leaves such records to the record entry, which calls them. */
 static int
@@ -228,6 +251,7 @@ put_core(PutPath *self, PutIn *in, Scratch *sc, PutOut *out)
         Py_hash_t kh = PyObject_Hash(key);
         if (kh == -1)
             FALLBACK;
+        key = table_key(self->table, key);
         Py_XSETREF(ks->key, Py_NewRef(key));
         Py_CLEAR(ks->kcq);
         ks->qid = qid;

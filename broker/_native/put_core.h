@@ -19,9 +19,11 @@ typedef struct {
     int64_t sys_flag, qid, flag, born_ts, reconsume, prep_off;
     Props pr;
     int32_t tags;
-    /* Direct put only: the index keys (see store_direct.h). */
+    /* Direct put only: the index keys (see store_direct.h) and their hashes. */
     const unsigned char *keys, *uniq;
     Py_ssize_t keys_n, uniq_n;
+    int32_t ih[2];
+    int in_n;
 } PutIn;
 
 typedef struct {
@@ -39,7 +41,7 @@ enum { PUT_ERROR = -1, PUT_FALLBACK = 0, PUT_DONE = 1 };
 int put_core(PutPath *self, PutIn *in, Scratch *sc, PutOut *out);
 /* The direct put's index entries: their hashes (1; 0 when a key is not one the direct
  * put takes: not ASCII, KEYS of several tokens) and their queueing (index_run.c). */
-int index_run_keys_ok(const PutIn *in, int32_t *hu, int32_t *hk, int *n);
+int index_run_keys_ok(PutPath *self, const PutIn *in, int32_t *hu, int32_t *hk, int *n);
 int index_run_queue(PutPath *self, const PutIn *in, int64_t offset, int64_t ts);
 /* After an item joined the index queue, now `n` long: drained inline past the limit, else
  * on the next reactor turn (index_run.c; queue_index and index_run_queue call it). */

@@ -44,9 +44,7 @@ direct_put(PyObject *putpath, const DirectIn *d, DirectOut *out)
         return 0;
     /* The index keys are hashed after the write: a key the direct put cannot hash must
      * send the request the record's way now. */
-    int32_t hu, hk;
-    int n;
-    if (self->has_index && !index_run_keys_ok(&in, &hu, &hk, &n))
+    if (self->has_index && !index_run_keys_ok(self, &in, &in.ih[0], &in.ih[1], &in.in_n))
         return 0;
     Scratch sc;
     sc.n = 0;

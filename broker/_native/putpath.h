@@ -63,6 +63,10 @@ typedef struct {
      * the last (born, store) host pair -> its encoder tuple, the last topic -> (topic
      * block, magic). */
     PyObject *c_born, *c_store, *c_pair, *c_topic, *c_topic_t;
+    /* The last topic the direct put indexed and Java's hashCode of "topic#" (the index key
+     * hashes continue from it). */
+    PyObject *c_itopic;
+    uint32_t c_ih;
     /* Recent (topic, queueId) keys, and recent consume queues with their own and their
      * mapped-file queue's __dict__: direct-mapped, a colliding entry replaces the older.
      * A consume queue is always looked up in _cq_cache first (delete_topic drops it). */
@@ -83,7 +87,8 @@ typedef struct {
     X(store) X(fallback) X(crc) X(append_type) X(put_type) X(append_ok) X(put_ok)            \
     X(schedule_topic) X(listener_failed) X(rec_type) X(mf_type) X(commitlog) X(table)        \
     X(topics) X(pairs) X(cq_cache) X(listeners) X(flush) X(seconds) X(store_dict) X(cl_dict) \
-    X(queue_dict) X(flush_dict) X(reactor) X(c_born) X(c_store) X(c_pair) X(c_topic) X(c_topic_t)
+    X(queue_dict) X(flush_dict) X(reactor) X(c_born) X(c_store) X(c_pair) X(c_topic) X(c_topic_t) \
+    X(c_itopic)
 
 #pragma GCC visibility push(hidden) /* shared between this module's files only */
 extern PyTypeObject PutPathType;                           /* putpath_type.c */
