@@ -5,14 +5,17 @@
  * send_plain.plain_v2_record do in Python for the common request (same checks, same record,
  * same response bytes); see broker/processors/send_fast.py. Per frame, C cuts the frame out of
  * the read buffer, parses the JSON header (send_json.h, a strict subset of JSON read exactly as
- * orjson reads it), applies plain_v2_record's checks, builds the MessageRecord, calls the
- * Python-visible store.put_message(record) and formats the response from the template
+ * orjson reads it), applies plain_v2_record's checks, stores the message through the store's
+ * direct put (store_direct.h: from the request's bytes, no record) or, where that declines,
+ * builds the MessageRecord and calls store.put_message(record), and formats the response
+ * from the template
  * FusedSendV2 builds. Any frame it does not fully understand stops the loop *before any side
  * effect* and the Python path handles that frame, unchanged.
  *
  * The files of the module: send_frame.c (this file: the frame loop and one frame's
  * sequence), send_json.h (the header reader), send_run.h (per-run state and the topic
- * checks), send_record.h (properties and the record), send_out.h (response bytes),
+ * checks), send_direct.h (the direct put's properties), send_record.h (properties and the
+ * record), send_out.h (response bytes),
  * send.h (shared declarations), send_type.c (the Sender type) and send_module.c.
  */
 #define PY_SSIZE_T_CLEAN
