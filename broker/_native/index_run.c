@@ -4,7 +4,7 @@
  * drain hashes its KEYS and UNIQ_KEY; the direct put has no record and hashes them at once.
  * Its entries go into the IndexRun at the tail of the queue (a new one when the tail is
  * anything else), so the queue keeps the order of the puts, and index_gather (index.c)
- * takes a run's entries where it would have taken the records' (run_gather below).
+ * takes a run's entries where it would have taken the records' (index_run_gather below).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
