@@ -49,10 +49,12 @@ def send(topic: str = "T1", queue_id: int = 0, props: str | None = "TAGS\x01a",
     return json_frame(ext, body, opaque=opaque)
 
 
-def keyed(n: int, topic: str = "T1", queue_id: int = 0, **kw) -> bytes:
-    """Message ``n`` with one KEYS token and an UNIQ_KEY, both derived from ``n``."""
+def keyed(n: int, topic: str = "T1", queue_id: int = 0, body: bytes | None = None,
+          **kw) -> bytes:
+    """Message ``n`` (body ``m<n>`` by default) with one KEYS token and an UNIQ_KEY, both
+    derived from ``n``."""
     return send(topic, queue_id, f"TAGS\x01t\x02KEYS\x01key{n}\x02UNIQ_KEY\x01{UNIQ}{n:02d}",
-                opaque=n, body=b"m%d" % n, **kw)
+                opaque=n, body=b"m%d" % n if body is None else body, **kw)
 
 
 def warm(b: Broker, pairs=(("T1", 0),)) -> None:
@@ -244,6 +246,16 @@ def test_split_reads_give_identical_outcome(tmp_path):
     data = b"".join(keyed(n, *TOPIC_QUEUES[n % 5]) for n in range(12))
     direct, record, pending = compare(tmp_path, [data], chunk=61)
     assert direct == record and "IndexRun" in pending
+
+
+def test_file_rolls_give_identical_outcome(tmp_path):
+    """Enough messages on one queue to roll its consume-queue file twice and the commitlog
+    once: the rolls take the Python path, the puts around them the direct one, alike."""
+    data = b"".join(keyed(n, body=b"%d" % n + b"x" * 600) for n in range(450))
+    direct, record, pending = compare(tmp_path, [data])
+    assert direct == record and pending[-1] == "IndexRun"
+    assert direct[0].count(b'"code":0,') == len(TOPIC_QUEUES) + 450
+    assert len(direct[1]) > 256 * 1024  # the commitlog bytes span two files
 
 
 @pytest.mark.parametrize("change", [
