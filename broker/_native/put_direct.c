@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "put_core.h"
+#include "put_state.h"
+#include "store_names.h"
 #include "putpath.h"
 #include "store_direct.h"
 
@@ -44,8 +46,19 @@ direct_put(PyObject *putpath, const DirectIn *d, DirectOut *out)
         return 0;
     /* The index keys are hashed after the write: a key the direct put cannot hash must
      * send the request the record's way now. */
-    if (self->has_index && !index_run_keys_ok(self, &in, &in.ih[0], &in.ih[1], &in.in_n))
-        return 0;
+    if (self->has_index) {
+        if (!index_run_keys_ok(self, &in, &in.ih[0], &in.ih[1], &in.in_n))
+            return 0;
+        /* The IndexRun goes into an exact list only (anything else, as a list subclass
+         * whose append may be overridden, takes the record's way, which calls append). */
+        PyObject *pending = state_attr(self, &self->st.pending, s__index_pending);
+        int plain = pending != NULL && PyList_CheckExact(pending);
+        Py_XDECREF(pending);
+        if (!plain) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
     Scratch sc;
     sc.n = 0;
     sc.cl_held = sc.cq_held = 0;
