@@ -15,6 +15,7 @@ import broker.processors.send_fast as send_fast
 from broker import _native
 from broker.commitlog.record import MessageRecord, decode_record
 from broker.index.index_file import build_key, index_key_hash
+from broker.processors.batch_codec import BatchMessage, encode_batch
 
 pytestmark = pytest.mark.skipif(
     send_fast.native_send is None or _native.store is None,
@@ -200,7 +201,7 @@ def test_comparison_sees_the_direct_put(tmp_path):
 
 
 NAMES = st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "WAIT", "CLUSTER", "a", "b", "",
-                         "n\u00e9", "p1"])
+                         "n\u00e9", "p1", "DELAY", "TRAN_MSG"])
 VALUES = st.sampled_from(["x", "k1", "k1 k2", "", " ", "v\u00e9", "true", UNIQ + "07",
                           "a\x01b", "z" * 50])
 PROPS = st.one_of(
@@ -239,6 +240,27 @@ def test_one_read_of_many_frames_gives_identical_outcome(tmp_path):
     direct, record, pending = compare(tmp_path, [data])
     assert direct == record
     assert "IndexRun" in pending and "MessageRecord" in pending
+
+
+@pytest.mark.parametrize("value", [3, None, True, [1]], ids=["int", "null", "bool", "list"])
+def test_properties_field_not_a_string_gives_identical_outcome(tmp_path, value):
+    """A properties field that is not a JSON string is never read as "no properties" by the
+    direct put: both brokers store and answer alike."""
+    frames = [json_frame(dict(BASE, i=value), b"x", opaque=5), keyed(6)]
+    direct, record, pending = compare(tmp_path, frames)
+    assert direct == record and pending == ["MessageRecord", "IndexRun"]
+
+
+def test_batches_between_direct_puts_give_identical_outcome(tmp_path):
+    """SEND_BATCH_MESSAGE batches queued between direct puts: the index holds every message
+    of both, in put order, as on the record path."""
+    def batch(n: int) -> bytes:
+        body = encode_batch([BatchMessage(0, b"b%d" % i, f"KEYS\x01b{n}_{i}") for i in range(3)])
+        return json_frame(dict(BASE, m="true", i=""), body, opaque=500 + n, code=320)
+    frames = [keyed(1) + batch(1) + keyed(2) + keyed(3), batch(2) + keyed(4)]
+    direct, record, pending = compare(tmp_path, frames)
+    assert pending == ["IndexRun", "tuple", "IndexRun", "tuple", "IndexRun"]
+    assert direct == record
 
 
 def test_split_reads_give_identical_outcome(tmp_path):
@@ -637,8 +659,8 @@ def test_replaced_put_message_gives_identical_outcome(tmp_path):
 
 
 def test_list_subclass_as_index_queue_works_as_on_the_record_path(tmp_path):
-    """An index queue that is a list subclass: the direct put answers PUT_OK and the message
-    is found by its key, as on the record path."""
+    """An index queue that is a list subclass takes the record path (its append is called):
+    answered PUT_OK and found by its key (it was stored, answered SYSTEM_ERROR, not indexed)."""
     b = make(tmp_path)
     warm(b)
     store = b.ctx.store
@@ -646,6 +668,7 @@ def test_list_subclass_as_index_queue_works_as_on_the_record_path(tmp_path):
     b.transport.clear()
     b.feed(keyed(1))
     assert b'"code":0,' in b.transport.value()
+    assert kinds(store) == ["MessageRecord"]
     assert bodies(store.query_message("T1", "key1", 10, 0, EVER)) == [b"m1"]
     store.shutdown()
 
