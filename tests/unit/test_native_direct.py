@@ -280,6 +280,43 @@ def test_file_rolls_give_identical_outcome(tmp_path):
     assert len(direct[1]) > 256 * 1024  # the commitlog bytes span two files
 
 
+def store_state(b: Broker) -> dict:
+    """The Python-visible store attributes a put publishes (besides the bytes)."""
+    s = b.ctx.store
+    fs = s.flush_service
+    state = {
+        "last_dispatched_timestamp": s.last_dispatched_timestamp,
+        "last_store_timestamp": s.commitlog.last_store_timestamp,
+        "topic_queue_table": dict(s.commitlog.topic_queue_table),
+        "index_call": s._index_call is not None,
+        "flush": (getattr(fs, "_soon_call", None) is not None,
+                  getattr(s.commitlog.queue, "flushed_where", None)),
+        "delayed_calls": sorted(c.getTime() for c in b.ctx.clock.getDelayedCalls()),
+        "commitlog": [(mf.wrote_position, mf.last_modified) for mf in s.commitlog.queue.files],
+    }
+    for key, cq in sorted(s._cq_cache.items()):
+        state[key] = (cq.max_physic_offset,
+                      [(mf.wrote_position, mf.last_modified) for mf in cq.mfq.files])
+    return state
+
+
+def test_store_attributes_equal_those_of_the_record_path(tmp_path):
+    """Store and commitlog times, queue table, consume-queue ends, file positions and the
+    scheduled index drain and flush are set alike (a store with a reactor)."""
+    states = []
+    for name, direct in (("direct", True), ("record", False)):
+        b = make(tmp_path / name, direct=direct, reactor_clock=True)
+        warm(b, TOPIC_QUEUES)
+        b.ctx.clock.advance(1.5)
+        b.feed(b"".join(keyed(n, *TOPIC_QUEUES[n % 5]) for n in range(10)))
+        b.ctx.clock.advance(0.25)
+        b.feed(b"".join(keyed(n, *TOPIC_QUEUES[n % 5]) for n in range(10, 14)))
+        states.append(store_state(b))
+        b.ctx.store.shutdown()
+    assert states[0] == states[1]
+    assert states[0]["last_dispatched_timestamp"] == 1_700_000_001_750
+
+
 @pytest.mark.parametrize("change", [
     lambda b: setattr(b.ctx.topic_config.select_topic_config("T1"), "topic_filter_type",
                       "MULTI_TAG"),
