@@ -15,6 +15,7 @@ import broker.processors.send_fast as send_fast
 from broker import _native
 from broker.commitlog.record import MessageRecord, decode_record
 from broker.index.index_file import build_key, index_key_hash
+from broker.message import java_string_hash
 from broker.processors.batch_codec import BatchMessage, encode_batch
 
 pytestmark = pytest.mark.skipif(
@@ -172,7 +173,7 @@ PROPERTY_CASES = {
     "non-ASCII name": "\u4e2d\x01\u6587\x02KEYS\x01k",
     "non-ASCII dropped": "\u4e2d\x01\x02KEYS\x01k",
     "no tags": "KEYS\x01k\x02UNIQ_KEY\x01u",
-    "tags hash negative": "TAGS\x01" + "z" * 40 + "\x02KEYS\x01k",
+    "tags hash negative": "TAGS\x01" + "z" * 50 + "\x02KEYS\x01k",  # hashCode < 0
     "32 pieces": pieces(31),
     "33 pieces": pieces(32),
     "40 pieces": pieces(40),
@@ -569,6 +570,34 @@ def test_gather_keeps_exactly_the_messages_above_last(tmp_path):
         _, phys, _, indexed, _ = gather(pending, last)
         assert phys == [o for o in above for _ in range(2)], last
         assert indexed == len(above), last
+    store.shutdown()
+
+
+def key_hashing_to_min(topic: str) -> str:
+    """A key whose ``(topic + "#" + key).hashCode()`` is Integer.MIN_VALUE: "k" then seven
+    characters '0'..'N' chosen as base-31 digits (31**7 > 2**32 reaches every residue)."""
+    n = 7
+    prefix = java_string_hash(f"{topic}#k") & 0xFFFFFFFF
+    rest = (0x80000000 - prefix * 31**n - 48 * sum(31**k for k in range(n))) % 2**32
+    digits = []
+    for _ in range(n):
+        rest, d = divmod(rest, 31)
+        digits.append(chr(48 + d))
+    return "k" + "".join(reversed(digits))
+
+
+def test_key_hashing_to_min_value_is_indexed_under_zero(tmp_path):
+    """KEYS and UNIQ_KEY whose hashCode is Integer.MIN_VALUE get slot hash 0 (Java's
+    Math.abs leaves MIN_VALUE negative; IndexService maps it to 0) and are found."""
+    key = key_hashing_to_min("T1")
+    assert java_string_hash(f"T1#{key}") == -(2**31)
+    b = make(tmp_path)
+    warm(b)
+    b.feed(send(props=f"KEYS\x01{key}", body=b"k") + send(props=f"UNIQ_KEY\x01{key}", body=b"u"))
+    store = b.ctx.store
+    hashes, *_ = gather(list(store._index_pending), -1)
+    assert hashes == [0, 0]
+    assert bodies(store.query_message("T1", key, 10, 0, EVER)) == [b"u", b"k"]
     store.shutdown()
 
 
