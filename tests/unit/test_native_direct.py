@@ -6,6 +6,8 @@ anything an arrival listener, a replaced ``put_message`` or an odd property must
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -173,6 +175,8 @@ PROPERTY_CASES = {
     "non-ASCII name": "\u4e2d\x01\u6587\x02KEYS\x01k",
     "non-ASCII dropped": "\u4e2d\x01\x02KEYS\x01k",
     "no tags": "KEYS\x01k\x02UNIQ_KEY\x01u",
+    "control characters": "KEYS\x01a\x00b\x02TAGS\x01\x7f\x02A\x01\x01\x01\x02\x02\x02",
+    "value of a separator": "KEYS\x01\x01\x02UNIQ_KEY\x01\t",
     "tags hash negative": "TAGS\x01" + "z" * 50 + "\x02KEYS\x01k",  # hashCode < 0
     "32 pieces": pieces(31),
     "33 pieces": pieces(32),
@@ -262,6 +266,31 @@ def test_batches_between_direct_puts_give_identical_outcome(tmp_path):
     direct, record, pending = compare(tmp_path, frames)
     assert pending == ["IndexRun", "tuple", "IndexRun", "tuple", "IndexRun"]
     assert direct == record
+
+
+def escaped_frame(props_json: bytes) -> bytes:
+    """A 310 frame whose properties field is the given JSON string literal, as written."""
+    ext = b",".join(b'"%s":"%s"' % (k.encode(), v.encode()) for k, v in BASE.items())
+    header = (b'{"code":310,"extFields":{' + ext + b',"i":' + props_json
+              + b'},"flag":0,"language":"JAVA","opaque":3,"serializeTypeCurrentRPC":"JSON",'
+              + b'"version":409}')
+    return struct.pack(">iI", 4 + len(header) + 3, len(header)) + header + b"esc"
+
+
+def test_escaped_properties_are_read_decoded(tmp_path):
+    """A properties field written with JSON escapes (a name spelt \\u004bEYS, \\/ and
+    \\" in values, an escaped WAIT) is stored and indexed as its decoded text."""
+    data = escaped_frame(rb'"\u004bEYS\u0001k\/x\u0002TAGS\u0001\"t\u0002\u0057AIT\u0001true"')
+    direct, record, pending = compare(tmp_path / "cmp", [data])
+    assert direct == record and pending == ["IndexRun"]
+    b = make(tmp_path / "query")
+    warm(b)
+    b.feed(data)
+    store = b.ctx.store
+    (raw,) = store.query_message("T1", "k/x", 10, 0, EVER)
+    assert decode_record(raw).properties == {"KEYS": "k/x", "TAGS": '"t',
+                                             "CLUSTER": "DefaultCluster"}
+    store.shutdown()
 
 
 def test_split_reads_give_identical_outcome(tmp_path):
