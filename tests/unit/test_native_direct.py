@@ -6,6 +6,7 @@ anything an arrival listener, a replaced ``put_message`` or an odd property must
 
 from __future__ import annotations
 
+import functools
 import struct
 
 import pytest
@@ -345,6 +346,37 @@ def test_store_attributes_equal_those_of_the_record_path(tmp_path):
         b.ctx.store.shutdown()
     assert states[0] == states[1]
     assert states[0]["last_dispatched_timestamp"] == 1_700_000_001_750
+
+
+def test_topic_deleted_from_the_store_gives_identical_outcome(tmp_path):
+    """Direct puts after ``store.delete_topic`` (queues and queue table gone, caches stale)
+    store alike: the first put of each queue again through Python, the rest direct."""
+    outcomes, pending = [], []
+    for name, direct in (("direct", True), ("record", False)):
+        b = make(tmp_path / name, direct=direct)
+        warm(b, TOPIC_QUEUES)
+        b.feed(b"".join(keyed(n, *TOPIC_QUEUES[n % 5]) for n in range(10)))
+        b.ctx.store.delete_topic("T1")
+        b.ctx.store._drain_index()
+        b.feed(b"".join(keyed(n, *TOPIC_QUEUES[n % 5]) for n in range(10, 30)))
+        pending.append(kinds(b.ctx.store))
+        outcomes.append(b.outcome())
+    assert outcomes[0] == outcomes[1]
+    assert pending[0] == ["MessageRecord"] * 3 + ["IndexRun"]  # T1's three queues anew
+
+
+def test_store_without_index_gives_identical_outcome(tmp_path, monkeypatch):
+    """With ``message_index_enable`` off nothing is queued for the index and both paths
+    store and answer alike."""
+    import processor_support
+
+    from broker.store_config import MessageStoreConfig
+
+    monkeypatch.setattr(processor_support, "MessageStoreConfig",
+                        functools.partial(MessageStoreConfig, message_index_enable=False))
+    frames = [b"".join(keyed(n, *TOPIC_QUEUES[n % 5]) for n in range(10))]
+    direct, record, pending = compare(tmp_path, frames)
+    assert direct == record and pending == [] and direct[3] == []
 
 
 @pytest.mark.parametrize("change", [
