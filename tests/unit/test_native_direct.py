@@ -321,8 +321,7 @@ def store_state(b: Broker) -> dict:
         "last_store_timestamp": s.commitlog.last_store_timestamp,
         "topic_queue_table": dict(s.commitlog.topic_queue_table),
         "index_call": s._index_call is not None,
-        "flush": (getattr(fs, "_soon_call", None) is not None,
-                  getattr(s.commitlog.queue, "flushed_where", None)),
+        "flush": (fs._soon_call is not None, s.commitlog.queue.flushed_where),
         "delayed_calls": sorted(c.getTime() for c in b.ctx.clock.getDelayedCalls()),
         "commitlog": [(mf.wrote_position, mf.last_modified) for mf in s.commitlog.queue.files],
     }
