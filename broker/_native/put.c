@@ -454,22 +454,37 @@ put_core(PutPath *self, PutIn *in, Scratch *sc, PutOut *out)
 #endif
     if (PyDict_SetItem(cq_dict, s_max_physic_offset, mpo_next) < 0)
         return PUT_ERROR;
-    if (rec != NULL) {
-        if (PyList_GET_SIZE(self->listeners) > 0) {
+    /* Index, dispatch time, then the listeners (StoreDispatch._dispatch's order: a listener
+     * may store a message at once, whose index entry must queue after this one). */
+    int queued = rec != NULL ? queue_index(self, rec) : index_run_queue(self, in, offset, ts);
+    if (queued < 0) {
+        /* An index file that cannot be written (the inline drain; a full disk): the put
+         * stands and dispatch resumes from here later, as MessageStore.put_message does. */
+        if (!PyErr_ExceptionMatches(self->dispatch_error))
+            return PUT_ERROR;
+        PyObject *type, *exc, *tb;
+        PyErr_Fetch(&type, &exc, &tb);
+        PyErr_NormalizeException(&type, &exc, &tb);
+        PyObject *r = PyObject_CallMethod(self->store, "_dispatch_failed", "LO",
+                                          (long long)offset, exc ? exc : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(exc);
+        Py_XDECREF(tb);
+        if (r == NULL)
+            return PUT_ERROR;
+        Py_DECREF(r);
+    } else {
+        if (state_get(self) < 0)
+            return PUT_ERROR;
+        if (self->st.last_ts != ts_obj &&
+            store_set(self, s_last_dispatched_timestamp, ts_obj, &self->st.last_ts) < 0)
+            return PUT_ERROR;
+        if (rec != NULL && PyList_GET_SIZE(self->listeners) > 0) {
             PyObject *args[5] = {topic, in->qid_obj, qoff_obj, tags_obj, rec};
             if (call_listeners(self, args) < 0)
                 return PUT_ERROR;
         }
-        if (queue_index(self, rec) < 0)
-            return PUT_ERROR;
-    } else if (index_run_queue(self, in, offset, ts) < 0) {
-        return PUT_ERROR;
     }
-    if (state_get(self) < 0)
-        return PUT_ERROR;
-    if (self->st.last_ts != ts_obj &&
-        store_set(self, s_last_dispatched_timestamp, ts_obj, &self->st.last_ts) < 0)
-        return PUT_ERROR;
 
     /* The flush policy: under ASYNC_FLUSH without a reactor there is nothing to do. */
     PyObject *flushed = Py_None;

@@ -67,6 +67,8 @@ typedef struct {
      * hashes continue from it). */
     PyObject *c_itopic;
     uint32_t c_ih;
+    /* MappedFileError: a dispatch that raises it leaves the put standing (_dispatch_failed). */
+    PyObject *dispatch_error;
     /* Recent (topic, queueId) keys, and recent consume queues with their own and their
      * mapped-file queue's __dict__: direct-mapped, a colliding entry replaces the older.
      * A consume queue is always looked up in _cq_cache first (delete_topic drops it). */
@@ -88,7 +90,7 @@ typedef struct {
     X(schedule_topic) X(listener_failed) X(rec_type) X(mf_type) X(commitlog) X(table)        \
     X(topics) X(pairs) X(cq_cache) X(listeners) X(flush) X(seconds) X(store_dict) X(cl_dict) \
     X(queue_dict) X(flush_dict) X(reactor) X(c_born) X(c_store) X(c_pair) X(c_topic) X(c_topic_t) \
-    X(c_itopic)
+    X(c_itopic) X(dispatch_error)
 
 #pragma GCC visibility push(hidden) /* shared between this module's files only */
 extern PyTypeObject PutPathType;                           /* putpath_type.c */

@@ -193,6 +193,11 @@ putpath_init(PutPath *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "PutPath: unexpected store layout");
         goto done;
     }
+    PyObject *mfmod = PyImport_ImportModule("broker.commitlog.mapped_file");
+    self->dispatch_error = mfmod ? PyObject_GetAttrString(mfmod, "MappedFileError") : NULL;
+    Py_XDECREF(mfmod);
+    if (self->dispatch_error == NULL)
+        goto done;
     self->crc_c = crc_lib ? find_crc32(crc_lib, crc) : NULL;
     if (PyErr_Occurred())
         goto done;

@@ -101,14 +101,9 @@ class StoreDispatch:
                 cq.max_physic_offset = phy + size
             else:
                 cq.put(qoff, phy, size, tags)
-            if self._listeners:
-                for fn, topics in self._listeners:
-                    if topics is not None and topic not in topics:
-                        continue
-                    try:
-                        fn(topic, qid, qoff, tags, record)
-                    except Exception:
-                        log.exception("arrival listener %r failed", fn)
+        # Index and dispatch time before the listeners: a listener may store a message at
+        # once, whose index entry must queue after this one (the index skips offsets below
+        # the last one it took).
         if self.index is not None and tx != _ROLLBACK:
             pending = self._index_pending
             pending.append(record)  # keys are looked at when the queue is drained
@@ -117,6 +112,14 @@ class StoreDispatch:
             elif self._index_call is None and self.reactor is not None and self.running:
                 self._index_call = self.reactor.callLater(0, self._drain_index)
         self.last_dispatched_timestamp = record.store_timestamp
+        if self._listeners and tx != _PREPARED and tx != _ROLLBACK:
+            for fn, topics in self._listeners:
+                if topics is not None and topic not in topics:
+                    continue
+                try:
+                    fn(topic, qid, qoff, tags, record)
+                except Exception:
+                    log.exception("arrival listener %r failed", fn)
 
     def _dispatch_batch(self, stamp) -> bool:
         """One consume-queue write for a whole fast-path batch (``BatchStamp``: one topic and

@@ -800,11 +800,6 @@ def test_list_subclass_as_index_queue_works_as_on_the_record_path(tmp_path):
     store.shutdown()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "StoreDispatch._dispatch and put_core (put.c) call the arrival listeners before queueing "
-    "the record for the index: a message a listener stores meanwhile is queued first, with "
-    "the higher commitlog offset, and index_gather / build_index_batch then skip the outer "
-    "message as 'at or below last' (the same with RMQ_EMU_NO_NATIVE=1)"))
 def test_message_stored_by_a_listener_leaves_the_outer_message_indexed(tmp_path):
     """A listener that stores a message while the outer one is dispatched: both are found by
     their keys (RocketMQ indexes in commitlog order)."""
@@ -823,12 +818,6 @@ def test_message_stored_by_a_listener_leaves_the_outer_message_indexed(tmp_path)
     store.shutdown()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "put_core (put.c) raises whatever the inline index drain raises after the record is "
-    "written (index_run_queue / queue_index -> index_queued -> store._drain_index): a "
-    "MappedFileError from the index files answers SYSTEM_ERROR for a stored message and its "
-    "entries are lost; MessageStore.put_message catches it (_dispatch_failed: the put stands, "
-    "dispatch resumes from that offset). The C record path does the same"))
 def test_index_write_failure_during_the_inline_drain_keeps_the_put(tmp_path):
     """An index file that cannot be written while a direct put drains inline: the put is
     answered PUT_OK, and once the index can be written the message is found by its key."""

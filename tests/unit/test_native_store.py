@@ -287,6 +287,26 @@ def test_listener_failure_is_logged_and_the_next_listener_runs(tmp_path, caplog)
 
 
 @pytest.mark.parametrize("native", [True, False])
+def test_message_stored_by_a_listener_keeps_the_outer_one_indexed(tmp_path, native):
+    """A listener storing a message while another is dispatched: both are found by key (the
+    outer record is queued for the index before the listeners run; C and Python paths)."""
+    s = make_store(tmp_path, native=native, cl_size=1 << 20, cq_units=1000)
+    assert s.put_message(plain(0, topic="A")).ok and s.put_message(plain(0, topic="B")).ok
+
+    def inner(topic, qid, qoff, tags, rec):
+        if rec.properties.get("KEYS") == "outer":
+            s.put_message(plain(1, topic="A"))
+    s.add_arrival_listener(inner, topics={"B"})
+    outer = plain(2, topic="B")
+    outer.properties["KEYS"] = "outer"
+    assert s.put_message(outer).ok
+    offsets = s.query_message_offsets("B", "outer", 10, 0, 2**62).phy_offsets
+    assert offsets == [outer.physical_offset]
+    assert len(s.query_message_offsets("A", "k1", 10, 0, 2**62).phy_offsets) == 1
+    s.shutdown()
+
+
+@pytest.mark.parametrize("native", [True, False])
 @pytest.mark.parametrize("kind", [set, dict, list])
 def test_gated_listener_sees_only_the_topics_in_its_live_container(tmp_path, native, kind):
     """A listener added with ``topics`` is called only for records whose topic is in that
