@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from test_native_send import Pair
+from test_native_send import Pair, needs_native
 from test_send_fused import BASE, json_frame, plain_frame
+
+pytestmark = needs_native
 
 
 @pytest.mark.parametrize("langs", [
