@@ -93,6 +93,27 @@ typedef struct {
     long long set_ver;
 } run_t;
 
+/* The next piece of a properties string (string_to_properties' split: pieces on \x02, name
+ * and value on the first \x01) from *p (advanced past it; NULL once the text ends): 1 with
+ * the name and value of a piece both non-empty, 0 for a piece string_to_properties drops,
+ * -1 at the end. */
+static inline int next_piece(const unsigned char **p, const unsigned char *end,
+                             const unsigned char **k, size_t *kn, const unsigned char **v,
+                             size_t *vn) {
+    const unsigned char *q = *p;
+    if (q == NULL || q >= end) return -1;
+    const unsigned char *piece_end = memchr(q, 0x02, (size_t)(end - q));
+    if (piece_end == NULL) piece_end = end;
+    *p = piece_end == end ? NULL : piece_end + 1;
+    const unsigned char *sep = memchr(q, 0x01, (size_t)(piece_end - q));
+    if (sep == NULL || sep == q || sep + 1 >= piece_end) return 0;
+    *k = q;
+    *kn = (size_t)(sep - q);
+    *v = sep + 1;
+    *vn = (size_t)(piece_end - sep - 1);
+    return 1;
+}
+
 /* Frame outcomes of handle(). */
 enum { F_DECLINE = 0, F_DONE = 1, F_FAILED = 2, F_ERROR = -1 };
 

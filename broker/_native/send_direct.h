@@ -20,6 +20,21 @@ static inline int dp_is(const dpiece_t *pc, const char *name, size_t n) {
     return pc->kn == n && memcmp(pc->k, name, n) == 0;
 }
 
+/* dict semantics: the value of the piece named like `pc` replaced in place, else `pc`
+ * appended; 0 when there is no room (the record path then). */
+static int dp_set(dpiece_t *pcs, int *np, const dpiece_t *pc) {
+    for (int j = 0; j < *np; j++) {
+        if (dp_is(&pcs[j], (const char *)pc->k, pc->kn)) {
+            pcs[j].v = pc->v;
+            pcs[j].vn = pc->vn;
+            return 1;
+        }
+    }
+    if (*np == DIRECT_PIECES) return 0;
+    pcs[(*np)++] = *pc;
+    return 1;
+}
+
 static int all_ascii(const unsigned char *p, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (p[i] >= 0x80) return 0;
@@ -35,34 +50,15 @@ static int all_ascii(const unsigned char *p, size_t n) {
  * ASCII, too many pieces, a KEYS of several tokens, too long: the record path decides
  * those), 1 with `d` filled. Sets no exception. */
 static int direct_props(Sender *s, sv_t text, PyObject *cluster, DirectIn *d) {
-    dpiece_t pcs[DIRECT_PIECES];
-    int np = 0, ascii = 1;
+    dpiece_t pcs[DIRECT_PIECES], pc;
+    int np = 0, ascii = 1, got;
     const unsigned char *p = text.p, *end = text.p ? text.p + text.n : NULL;
-    while (p != NULL && p < end) {
-        const unsigned char *piece_end = memchr(p, 0x02, (size_t)(end - p));
-        if (piece_end == NULL) piece_end = end;
-        const unsigned char *sep = memchr(p, 0x01, (size_t)(piece_end - p));
-        if (sep != NULL && sep > p && sep + 1 < piece_end) {
-            size_t kn = (size_t)(sep - p);
-            for (int i = 0; i < s->ndecline; i++)
-                if (bkey_eq(&s->decline[i], p, kn)) return -1;
-            if (!bkey_eq(&s->wait_key, p, kn) && ascii) {
-                dpiece_t pc = {p, sep + 1, kn, (size_t)(piece_end - sep - 1)};
-                ascii = all_ascii(pc.k, pc.kn) && all_ascii(pc.v, pc.vn);
-                int j = 0;
-                while (j < np && !(pcs[j].kn == kn && memcmp(pcs[j].k, p, kn) == 0)) j++;
-                if (j < np) {
-                    pcs[j].v = pc.v;
-                    pcs[j].vn = pc.vn;
-                } else if (np < DIRECT_PIECES) {
-                    pcs[np++] = pc;
-                } else {
-                    ascii = 0; /* too many: the record path */
-                }
-            }
-        }
-        if (piece_end == end) break;
-        p = piece_end + 1;
+    while ((got = next_piece(&p, end, &pc.k, &pc.kn, &pc.v, &pc.vn)) >= 0) {
+        if (!got) continue;
+        for (int i = 0; i < s->ndecline; i++)
+            if (bkey_eq(&s->decline[i], pc.k, pc.kn)) return -1;
+        if (ascii && !bkey_eq(&s->wait_key, pc.k, pc.kn))
+            ascii = all_ascii(pc.k, pc.kn) && all_ascii(pc.v, pc.vn) && dp_set(pcs, &np, &pc);
     }
     if (!ascii) return 0; /* (the rest was still scanned for the declining names) */
     Py_ssize_t cn, kn;
@@ -70,16 +66,7 @@ static int direct_props(Sender *s, sv_t text, PyObject *cluster, DirectIn *d) {
     const char *ck = cu ? PyUnicode_AsUTF8AndSize(s->cluster_key, &kn) : NULL;
     if (ck == NULL) { PyErr_Clear(); return 0; }
     dpiece_t cl = {(const unsigned char *)ck, (const unsigned char *)cu, (size_t)kn, (size_t)cn};
-    int j = 0;
-    while (j < np && !dp_is(&pcs[j], ck, (size_t)kn)) j++;
-    if (j < np) {
-        pcs[j].v = cl.v;
-        pcs[j].vn = cl.vn;
-    } else if (np < DIRECT_PIECES) {
-        pcs[np++] = cl;
-    } else {
-        return 0;
-    }
+    if (!dp_set(pcs, &np, &cl)) return 0;
     size_t total = 0;
     for (int i = 0; i < np; i++) total += pcs[i].kn + pcs[i].vn + 2;
     total -= 1; /* np >= 1: n pairs, n - 1 separators */

@@ -31,35 +31,27 @@ static PyObject *build_props(Sender *s, sv_t text, PyObject *cluster, int *error
     *error = 0;
     PyObject *d = PyDict_New();
     if (d == NULL) { *error = 1; return NULL; }
-    const unsigned char *p = text.p, *end = text.p ? text.p + text.n : NULL;
-    while (p != NULL && p < end) {
-        const unsigned char *piece_end = memchr(p, 0x02, (size_t)(end - p));
-        if (piece_end == NULL) piece_end = end;
-        const unsigned char *sep = memchr(p, 0x01, (size_t)(piece_end - p));
-        if (sep != NULL && sep > p && sep + 1 < piece_end) {
-            size_t kn = (size_t)(sep - p);
-            int skip = bkey_eq(&s->wait_key, p, kn); /* popped afterwards in Python */
-            for (int i = 0; i < s->ndecline; i++) {
-                if (bkey_eq(&s->decline[i], p, kn)) { Py_DECREF(d); return NULL; }
-            }
-            if (!skip) {
-                PyObject *k = prop_key(s, p, kn);
-                PyObject *v = k ? PyUnicode_DecodeUTF8((const char *)sep + 1,
-                                                       (Py_ssize_t)(piece_end - sep - 1), NULL)
-                                : NULL;
-                if (v == NULL || PyDict_SetItem(d, k, v) < 0) {
-                    Py_XDECREF(k);
-                    Py_XDECREF(v);
-                    Py_DECREF(d);
-                    *error = 1;
-                    return NULL;
-                }
-                Py_DECREF(k);
-                Py_DECREF(v);
-            }
+    const unsigned char *p = text.p, *end = text.p ? text.p + text.n : NULL, *kp, *vp;
+    size_t kn, vn;
+    int got;
+    while ((got = next_piece(&p, end, &kp, &kn, &vp, &vn)) >= 0) {
+        if (!got) continue;
+        int skip = bkey_eq(&s->wait_key, kp, kn); /* popped afterwards in Python */
+        for (int i = 0; i < s->ndecline; i++) {
+            if (bkey_eq(&s->decline[i], kp, kn)) { Py_DECREF(d); return NULL; }
         }
-        if (piece_end == end) break;
-        p = piece_end + 1;
+        if (skip) continue;
+        PyObject *k = prop_key(s, kp, kn);
+        PyObject *v = k ? PyUnicode_DecodeUTF8((const char *)vp, (Py_ssize_t)vn, NULL) : NULL;
+        if (v == NULL || PyDict_SetItem(d, k, v) < 0) {
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            *error = 1;
+            return NULL;
+        }
+        Py_DECREF(k);
+        Py_DECREF(v);
     }
     if (PyDict_SetItem(d, s->cluster_key, cluster) < 0) { Py_DECREF(d); *error = 1; return NULL; }
     return d;
