@@ -11,7 +11,7 @@ _CFLAGS = ["-O2", "-std=c11", "-Wall", "-Wno-unused-function"]
 
 # One job per file (see each file's head comment): put.c is the check-then-write sequence,
 # the headers next to it the helpers it inlines.
-_STORE_SOURCES = ["put", "put_direct", "putpath_type", "store_attrs", "store_names",
+_STORE_SOURCES = ["put", "put_record", "put_direct", "putpath_type", "store_attrs", "store_names",
                   "store_module", "index", "index_run"]
 _STORE_HEADERS = ["putpath", "put_core", "put_state", "put_publish", "put_props", "put_scratch",
                   "store_attrs", "store_names", "store_numbers", "store_direct", "index",

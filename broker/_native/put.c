@@ -19,11 +19,14 @@
  * leaves TOTALSIZE 0, which readers and recovery take as the end of data.
  *
  * The caches that make it fast are described in putpath.h; the files of the _store module:
- * put.c (this check-then-write sequence), putpath.h / putpath_type.c (the object, its
- * construction and its Python type), put_state.h (the store's flags between puts),
- * put_props.h (properties), put_publish.h (listeners, index queue, results), put_scratch.h,
+ * put.c (this check-then-write sequence, put_core), put_record.c (its record entry,
+ * PutPath.put), put_direct.c (its request entry, the direct put: store_direct.h),
+ * put_core.h (what they pass), putpath.h / putpath_type.c (the object, its construction
+ * and its Python type), put_state.h (the store's flags between puts), put_props.h
+ * (properties), put_publish.h (listeners, index queue, results), put_scratch.h,
  * store_attrs.h / .c (slot and __dict__ access), store_numbers.h, store_names.h / .c, and
- * store_module.c; index.c is the index batch.
+ * store_module.c; index.c is the index batch, index_run.c the direct put's index queue
+ * items.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -41,59 +44,12 @@
 #include "store_numbers.h"
 
 #define FALLBACK goto fallback
-#define REC(f) keep(sc, slot_get(rec, self->rec_off[R_##f]))
 #define MF(o, f) keep(sc, slot_get((o), self->mf_off[M_##f]))
 #define DGET(d, name) keep(sc, dict_get((d), s_##name))
 /* Borrowed reads, only for values converted or compared at once (no Python code can run
  * between the read and the use, so nothing can free them). */
-#define REC_B(f) (*(PyObject **)((char *)rec + self->rec_off[R_##f]))
 #define MF_B(o, f) (*(PyObject **)((char *)(o) + self->mf_off[M_##f]))
 #define DGET_B(d, name) PyDict_GetItemWithError((d), s_##name)
-
-/* The record's fields into `in` (the record entry's part of the checks): 1, or 0 when the
- * record is not the plain case. */
-static int
-record_fields(PutPath *self, PutIn *in, Scratch *sc)
-{
-    PyObject *rec = in->rec;
-    PyObject *body = REC(body);
-    if (body == NULL || !PyBytes_CheckExact(body))
-        return 0;
-    in->body_obj = body;
-    in->body = (const unsigned char *)PyBytes_AS_STRING(body);
-    in->blen = PyBytes_GET_SIZE(body);
-    if (!(in->born = REC(born_host)) || !(in->storeh = REC(store_host)))
-        return 0;
-    in->topic = REC(topic);
-    if (in->topic == NULL || !PyUnicode_CheckExact(in->topic))
-        return 0;
-    in->qid_obj = REC(queue_id);
-    if (!I64_OK(REC_B(sys_flag), &in->sys_flag) || !I32_OK(in->qid_obj, &in->qid) ||
-        !I32_OK(REC_B(flag), &in->flag) || !I64_OK(REC_B(born_timestamp), &in->born_ts) ||
-        !I32_OK(REC_B(reconsume_times), &in->reconsume) ||
-        !I64_OK(REC_B(prepared_transaction_offset), &in->prep_off))
-        return 0;
-
-    /* Properties and the TAGS hash. */
-    PyObject *props = REC(properties), *ps = REC(properties_str);
-    if (props == NULL || ps == NULL || !PyDict_CheckExact(props))
-        return 0;
-    in->pr.ps = ps;
-    in->pr.props = props;
-    if (!props_measure(&in->pr))
-        return 0;
-    in->tags = 0;
-    PyObject *tag = PyDict_GetItemWithError(props, s_TAGS); /* hashed at once */
-    if (tag == NULL && PyErr_Occurred())
-        return 0;
-    if (tag != NULL && tag != Py_None) {
-        if (!PyUnicode_CheckExact(tag))
-            return 0;
-        if (PyUnicode_GET_LENGTH(tag) > 0 && !java_hash(tag, &in->tags))
-            return 0;
-    }
-    return 1;
-}
 
 /* The table's own key object equal to `key` (a small table is scanned; else `key`):
  * looked up with it, the dict finds the entry by identity instead of comparing two tuples
@@ -527,37 +483,4 @@ put_core(PutPath *self, PutIn *in, Scratch *sc, PutOut *out)
 
 fallback:
     return PUT_FALLBACK;
-}
-
-PyObject *
-putpath_put(PutPath *self, PyObject *rec)
-{
-    Scratch sc_, *sc = &sc_;
-    sc->n = 0;
-    sc->cl_held = sc->cq_held = 0;
-    PyObject *result = NULL;
-    if (Py_TYPE(rec) != (PyTypeObject *)self->rec_type)
-        return PyObject_CallOneArg(self->fallback, rec);
-    PutIn in;
-    PutOut out;
-    memset(&in, 0, sizeof in);
-    in.rec = rec;
-    int rc = put_core(self, &in, sc, &out);
-    if (rc == PUT_FALLBACK) {
-        PyErr_Clear();
-        scratch_release(sc);
-        return PyObject_CallOneArg(self->fallback, rec);
-    }
-    if (rc == PUT_DONE) {
-        PyObject *one = keep(sc, PyLong_FromLong(1));
-        PyObject *aitems[9] = {self->append_ok, out.off_obj, out.size_obj, out.ts_obj,
-                               out.qoff_obj, one, in.storeh, Py_None, Py_None};
-        PyObject *ares = one ? keep(sc, make_result(self->append_type, aitems, 9)) : NULL;
-        if (ares != NULL) {
-            PyObject *pitems[3] = {self->put_ok, ares, out.flushed};
-            result = make_result(self->put_type, pitems, 3);
-        }
-    }
-    scratch_release(sc);
-    return result;
 }

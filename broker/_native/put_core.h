@@ -39,6 +39,8 @@ enum { PUT_ERROR = -1, PUT_FALLBACK = 0, PUT_DONE = 1 };
 /* The check-then-write sequence (put.c). PUT_FALLBACK: nothing changed (an exception may
  * be set: the caller clears it); PUT_ERROR: raised after the bytes were written. */
 int put_core(PutPath *self, PutIn *in, Scratch *sc, PutOut *out);
+/* The record's fields into `in` (put_record.c): 1, or 0 when not the plain case. */
+int record_fields(PutPath *self, PutIn *in, Scratch *sc);
 /* The direct put's index entries: their hashes (1; 0 when a key is not one the direct
  * put takes: not ASCII, KEYS of several tokens) and their queueing (index_run.c). */
 int index_run_keys_ok(PutPath *self, const PutIn *in, int32_t *hu, int32_t *hk, int *n);
