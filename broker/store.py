@@ -196,7 +196,9 @@ class MessageStore(StoreReader, StoreDispatch):
         clean shutdown: the end of the furthest queue (``DefaultMessageStore`` reput offset:
         dispatch is synchronous, so every queue is complete up to there). After a crash: the
         checkpoint's safe point from recovery (everything older had its units flushed), or
-        later if every queue already points beyond it. Never later than the index's end.
+        later if every queue already points beyond it. Never later than the index's end, nor,
+        after a crash with nothing indexed yet, than that safe point: entries still queued
+        for the index died with the process, though their queues' units did not.
         """
         ends = [e for e in (cq.max_physic_offset for cq in self.consume_queues) if e >= 0]
         if not ends:
@@ -205,8 +207,12 @@ class MessageStore(StoreReader, StoreDispatch):
             start = max(scan_from, min(ends))
         else:
             start = max(ends)
-        if self.index is not None and self.index.last_indexed_phy_offset >= 0:
-            start = min(start, self.index.last_indexed_phy_offset)  # a record boundary
+        if self.index is not None:
+            last = self.index.last_indexed_phy_offset
+            if last >= 0:
+                start = min(start, last)  # a record boundary
+            elif abnormal:
+                start = min(start, scan_from)
         return max(start, self.commitlog.min_offset)
 
     def _reput(self, start: int) -> int:

@@ -361,3 +361,23 @@ def test_restart_after_retention_keeps_queue_min_offset_past_deleted_messages(tm
     assert s2.get_min_offset_in_queue("T", 0) == min_q
     assert s2.get_message("g", "T", 0, min_q, 1).status is GetMessageStatus.FOUND
     s2.shutdown()
+
+
+@pytest.mark.parametrize("indexed_before", [0, 4])
+def test_crash_rebuilds_index_entries_that_were_still_queued(tmp_path, indexed_before):
+    """After a crash, messages whose index entries were still queued (lost with the process)
+    are found by key again: recovery re-dispatches them, whether or not the index held any
+    entry yet."""
+    s = make_store(tmp_path)
+    fill(s, indexed_before)
+    s._drain_index()
+    for i in range(indexed_before, 10):
+        s.put_message(msg(i))
+    s._index_pending.clear()  # the crash: the queue dies with the process
+    s.shutdown()
+    open(tmp_path / "abort", "wb").close()
+    s = make_store(tmp_path)
+    found = [len(s.query_message_offsets("T", f"U{i:04d}", 10, 0, 2**62).phy_offsets)
+             for i in range(10)]
+    assert found == [1] * 10
+    s.shutdown()
