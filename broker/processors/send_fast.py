@@ -16,8 +16,9 @@ When the C accelerator ``broker._native._send`` is built, :attr:`FusedSendV2.nat
 JSON header, these checks, the record, the response), calling the same Python objects
 (``select_topic_config``, ``put_message``, ``MessageRecord``, this template); where the store's
 ``put_message`` is its C ``PutPath``, the message goes to the store's C entry directly, with no
-``MessageRecord`` (``broker/_native/store_direct.h``; ``Sender.direct`` turns that off). Frames it does not
-fully understand come back to the Python path unchanged; see ``broker/_native/send.c``.
+``MessageRecord`` (``broker/_native/store_direct.h``; ``Sender.direct`` turns that off).
+Frames it does not fully understand come back to the Python path unchanged; see
+``broker/_native/send_frame.c``.
 """
 
 from __future__ import annotations
