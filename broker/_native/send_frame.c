@@ -177,11 +177,7 @@ static int record_put(Sender *s, run_t *r, const hdr_t *h, PyObject *topic, PyOb
         goto error;
     }
     uint32_t n = (uint32_t)PyBytes_GET_SIZE(hdr);
-    unsigned char pre[8] = {(unsigned char)((n + 4) >> 24), (unsigned char)((n + 4) >> 16),
-                            (unsigned char)((n + 4) >> 8), (unsigned char)(n + 4),
-                            (unsigned char)(n >> 24), (unsigned char)(n >> 16),
-                            (unsigned char)(n >> 8), (unsigned char)n};
-    out_put(s, pre, 8);
+    out_prefix(s, n);
     out_put(s, PyBytes_AS_STRING(hdr), n);
     Py_DECREF(hdr);
     Py_DECREF(result);
@@ -302,11 +298,7 @@ stored:
     for (int i = 0; i < 4; i++) n += (size_t)PyBytes_GET_SIZE(s->t_tail[i]);
     n += (size_t)(nl[0] + nl[1] + nl[2]);
     if (out_reserve(s, 8 + n) < 0) return F_ERROR;
-    unsigned char pre[8] = {(unsigned char)((n + 4) >> 24), (unsigned char)((n + 4) >> 16),
-                            (unsigned char)((n + 4) >> 8), (unsigned char)(n + 4),
-                            (unsigned char)(n >> 24), (unsigned char)(n >> 16),
-                            (unsigned char)(n >> 8), (unsigned char)n};
-    out_put(s, pre, 8);
+    out_prefix(s, n);
     out_put(s, PyBytes_AS_STRING(s->t_head), (size_t)PyBytes_GET_SIZE(s->t_head));
     static const char hex[] = "0123456789ABCDEF";
     char hx[16];

@@ -22,6 +22,16 @@ static inline void out_put(Sender *s, const void *p, size_t n) {
     s->out_len += n;
 }
 
+/* A response frame's first 8 bytes: its length (4 + an n-byte JSON header, no body) and the
+ * header length word (serialize type JSON = 0 in its top byte). Room reserved by the caller. */
+static inline void out_prefix(Sender *s, size_t n) {
+    unsigned char pre[8] = {(unsigned char)((n + 4) >> 24), (unsigned char)((n + 4) >> 16),
+                            (unsigned char)((n + 4) >> 8), (unsigned char)(n + 4),
+                            (unsigned char)(n >> 24), (unsigned char)(n >> 16),
+                            (unsigned char)(n >> 8), (unsigned char)n};
+    out_put(s, pre, 8);
+}
+
 /* Hand the responses accumulated so far to the protocol's out list (at ``index``, or at the
  * end when index < 0), keeping the order in which they were produced. */
 static int out_flush(Sender *s, PyObject *out, Py_ssize_t index) {
