@@ -47,8 +47,8 @@ static int all_ascii(const unsigned char *p, size_t n) {
  * in place or appended), written into s->pbuf, and the TAGS / KEYS / UNIQ_KEY the store
  * needs. Returns -1 when a TRAN_MSG / schedule property sends the frame to the Python path
  * (as build_props), 0 when the direct put does not take it (a name or value that is not
- * ASCII, too many pieces, a KEYS of several tokens, too long: the record path decides
- * those), 1 with `d` filled. Sets no exception. */
+ * ASCII, too many pieces, too long: the record path decides those), 1 with `d` filled
+ * (the store's entry judges the index keys itself). Sets no exception. */
 static int direct_props(Sender *s, sv_t text, PyObject *cluster, DirectIn *d) {
     dpiece_t pcs[DIRECT_PIECES], pc;
     int np = 0, ascii = 1, got;
@@ -93,7 +93,6 @@ static int direct_props(Sender *s, sv_t text, PyObject *cluster, DirectIn *d) {
             java_hash_ascii(&h, pc->v, (Py_ssize_t)pc->vn);
             d->tags_code = (int32_t)h;
         } else if (dp_is(pc, "KEYS", 4)) {
-            if (memchr(pc->v, ' ', pc->vn) != NULL) return 0; /* several keys */
             d->keys = w;
             d->keys_len = (Py_ssize_t)pc->vn;
         } else if (dp_is(pc, "UNIQ_KEY", 8)) {

@@ -35,7 +35,8 @@ typedef struct {
     const unsigned char *props;       /* the stored properties string (ASCII) */
     Py_ssize_t props_len;
     int32_t tags_code;                /* hash of TAGS, 0 without */
-    /* Index keys (spans inside props, NULL when absent): KEYS of one token, UNIQ_KEY. */
+    /* Index keys (spans inside props, NULL when absent): KEYS, UNIQ_KEY. A KEYS of several
+     * tokens is left to the record path when the store keeps an index. */
     const unsigned char *keys, *uniq;
     Py_ssize_t keys_len, uniq_len;
 } DirectIn;
