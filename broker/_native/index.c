@@ -48,11 +48,8 @@ store_index_init(void)
 static int
 key_hash(PyObject *topic, PyObject *key, int32_t *out)
 {
-    uint32_t h = 0;
-    if (!java_hash_more(&h, topic))
-        return 0;
-    h = 31 * h + '#';
-    if (!java_hash_more(&h, key))
+    uint32_t h;
+    if (!index_hash_prefix(topic, &h) || !java_hash_more(&h, key))
         return 0;
     *out = index_hash_finish(h);
     return 1;

@@ -122,9 +122,8 @@ key_hash_ascii(PutPath *self, PyObject *topic, const unsigned char *p, Py_ssize_
     if (topic == self->c_itopic) {
         h = self->c_ih;
     } else {
-        if (!java_hash_more(&h, topic))
+        if (!index_hash_prefix(topic, &h))
             return 0;
-        h = 31 * h + '#';
         Py_XSETREF(self->c_itopic, Py_NewRef(topic));
         self->c_ih = h;
     }

@@ -118,6 +118,18 @@ java_hash_ascii(uint32_t *h, const unsigned char *p, Py_ssize_t n)
     return 1;
 }
 
+/* IndexFile.indexKeyHashMethod's first step: Java's hashCode of "topic#" into *h (0 on a
+ * lone surrogate in the topic); the key's code units continue from it. */
+static __attribute__((unused)) int
+index_hash_prefix(PyObject *topic, uint32_t *h)
+{
+    uint32_t x = 0;
+    if (!java_hash_more(&x, topic))
+        return 0;
+    *h = 31 * x + '#';
+    return 1;
+}
+
 /* IndexFile.indexKeyHashMethod's last step on the hashCode of "topic#key": abs, with
  * Integer.MIN_VALUE mapped to 0. */
 static inline int32_t
