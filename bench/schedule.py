@@ -33,11 +33,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import psutil  # noqa: E402
 from twisted.internet import reactor  # noqa: E402
 
-from broker.commitlog.record import MessageRecord  # noqa: E402
-from broker.message import TIMER_TOPIC  # noqa: E402
-from broker.schedule import ScheduleConfig, ScheduleServices, TimerConfig  # noqa: E402
-from broker.store import MessageStore  # noqa: E402
-from broker.store_config import MessageStoreConfig  # noqa: E402
+from rocketmq_emu.broker.commitlog.record import MessageRecord  # noqa: E402
+from rocketmq_emu.broker.message import TIMER_TOPIC  # noqa: E402
+from rocketmq_emu.broker.schedule import ScheduleConfig, ScheduleServices, TimerConfig  # noqa: E402
+from rocketmq_emu.broker.store import MessageStore  # noqa: E402
+from rocketmq_emu.broker.store_config import MessageStoreConfig  # noqa: E402
 
 CHUNK = 2000  # messages sent per reactor turn
 

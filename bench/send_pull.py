@@ -50,8 +50,8 @@ _REC_SIZE = struct.Struct(">i")
 
 def send_frame(queue_id: int = 0) -> bytes:
     """One SEND_MESSAGE_V2 frame as a Java 4.9 producer writes it (abbreviated header a..n)."""
-    from broker.message import properties_to_string
-    from broker.remoting.command import RemotingCommand
+    from rocketmq_emu.broker.message import properties_to_string
+    from rocketmq_emu.broker.remoting.command import RemotingCommand
 
     props = properties_to_string(
         {"UNIQ_KEY": "7F0000010000" + "0" * 20, "WAIT": "true", "TAGS": "TagA", "KEYS": "k"}
@@ -68,7 +68,7 @@ def send_frame(queue_id: int = 0) -> bytes:
 def pull_frame(offset: int, queue_id: int = 0, max_nums: int = 32) -> bytes:
     """One PULL_MESSAGE frame: subscription flag (4) only, so no heartbeat is needed and a
     pull that finds nothing is answered at once (no suspend flag)."""
-    from broker.remoting.command import RemotingCommand
+    from rocketmq_emu.broker.remoting.command import RemotingCommand
 
     ext = {
         "consumerGroup": GROUP, "topic": TOPIC, "queueId": str(queue_id),
@@ -227,7 +227,7 @@ def floor_factory():
     """A bare Twisted server: bytearray framing, one fixed response per frame, one write per read."""
     from twisted.internet.protocol import Factory, Protocol
 
-    from broker.remoting.command import RemotingCommand
+    from rocketmq_emu.broker.remoting.command import RemotingCommand
 
     response = RemotingCommand.request(310, opaque=1).response(
         0, None, {"msgId": "7F00000100002A9F0000000000000000", "queueId": "0",
@@ -285,8 +285,8 @@ def _phase(reactor, port: int, kind: str, args, total_msgs: int = 0, profiler=No
 
 def _start_broker(reactor, store_dir: str):
     """Start a BrokerController with a temporary store and no name server; returns it and its port."""
-    from broker.config import BrokerConfig
-    from broker.controller import BrokerController
+    from rocketmq_emu.broker.config import BrokerConfig
+    from rocketmq_emu.broker.controller import BrokerController
 
     cfg = BrokerConfig(
         store_path_root_dir=store_dir,

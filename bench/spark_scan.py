@@ -60,8 +60,8 @@ from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from broker.commitlog.record import iter_records  # noqa: E402
-from broker.commitlog.record_scan import scan_columns  # noqa: E402
+from rocketmq_emu.broker.commitlog.record import iter_records  # noqa: E402
+from rocketmq_emu.broker.commitlog.record_scan import scan_columns  # noqa: E402
 
 TOPICS = [f"BenchTopic{i}" for i in range(8)]
 # The count's session conf (see the module docstring).
@@ -87,8 +87,8 @@ def generate(root: str, size_mib: int, body_size: int) -> int:
 
     from twisted.internet.task import Clock
 
-    from broker.commitlog.record import MessageRecord
-    from broker.store import MessageStore, MessageStoreConfig, PutMessageStatus
+    from rocketmq_emu.broker.commitlog.record import MessageRecord
+    from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig, PutMessageStatus
 
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root)
@@ -183,7 +183,7 @@ def spark_count(
 
 def _written_size(path: str) -> int:
     """Bytes before the zero tail of a commitlog file (the data source's planning bound)."""
-    from reports.datasource_commitlog import DEFAULT_MAX_RECORD, written_stop
+    from rocketmq_emu.reports.datasource_commitlog import DEFAULT_MAX_RECORD, written_stop
 
     stop = written_stop(path, int(os.path.basename(path)), DEFAULT_MAX_RECORD)
     return os.path.getsize(path) if stop is None else stop
@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     check("(a)", full)
     print(f"(a)  plain iter_records:   {t_full:7.2f} s wall ({c_full:.2f} s CPU) "
           f"{n / t_full:12,.0f} records/s  (1 run)")
-    from reports.session import get_session
+    from rocketmq_emu.reports.session import get_session
 
     conf = {**JOB_CONF, **dict(kv.split("=", 1) for kv in args.conf)}
     t0 = time.perf_counter()

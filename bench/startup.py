@@ -91,7 +91,7 @@ def up_once(idle: float, conf: str | None = None) -> tuple[float, tuple[float, f
     """(seconds until both ports accept, RSS parts in MB)."""
     store = Path(tempfile.mkdtemp(prefix="rmq-emu-bench-"))
     ns, bp = free_port(), broker_port()
-    cmd = [sys.executable, "-m", "broker.cli", "up", "--store", str(store / "store"),
+    cmd = [sys.executable, "-m", "rocketmq_emu.broker.cli", "up", "--store", str(store / "store"),
            "--namesrv-port", str(ns), "--broker-port", str(bp)]
     if conf is not None:
         path = store / "broker.conf"
@@ -130,9 +130,9 @@ import shutil, sys, tempfile, time
 t0 = time.perf_counter()
 from twisted.internet import reactor, defer
 t_twisted = time.perf_counter()
-from broker.cli import load_config
-from broker.controller import BrokerController
-from namesrv.server import NameServer
+from rocketmq_emu.broker.cli import load_config
+from rocketmq_emu.broker.controller import BrokerController
+from rocketmq_emu.namesrv.server import NameServer
 t_import = time.perf_counter()
 store = tempfile.mkdtemp(prefix="rmq-emu-phase-")
 ns_port, broker_port = int(sys.argv[1]), int(sys.argv[2])

@@ -6,7 +6,7 @@
 Store: N messages of ``--body`` bytes through ``MessageStore.put_message`` under ASYNC_FLUSH
 (commitlog append + consume-queue dispatch; index entries are built after the loop and timed
 separately, as RocketMQ's reput thread builds them off the put path). ``put_message`` is the C
-put path (``broker._native._store``) when the extension is built, the pure-Python one when it
+put path (``rocketmq_emu.broker._native._store``) when the extension is built, the pure-Python one when it
 is not, under ``RMQ_EMU_NO_NATIVE=1`` or with ``--python``; the output names the one that ran.
 ``put_messages`` (``--batch`` k > 1) is Python either way. The index catch-up uses the C
 gather / entry writer under the same conditions (``--python``: the Python index path too).
@@ -38,10 +38,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from twisted.internet.task import Clock  # noqa: E402
 
-from broker.commitlog.native_put import native_put_active  # noqa: E402
-from broker.commitlog.record import MessageRecord, encode_record  # noqa: E402
-from broker.index import index_file  # noqa: E402
-from broker.store import MessageStore, MessageStoreConfig, PutMessageStatus  # noqa: E402
+from rocketmq_emu.broker.commitlog.native_put import native_put_active  # noqa: E402
+from rocketmq_emu.broker.commitlog.record import MessageRecord, encode_record  # noqa: E402
+from rocketmq_emu.broker.index import index_file  # noqa: E402
+from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig, PutMessageStatus  # noqa: E402
 
 #: CPU time of this thread (user + system, page faults included): the machine is shared, and
 #: wall time would charge other processes' time slices to whichever loop was running.

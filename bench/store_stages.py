@@ -10,7 +10,7 @@ put can do in CPython (body CRC, properties to bytes, the whole record in one ``
 queue offset from a dict, one consume-queue unit), without the store's checks, result objects
 or dispatch: it tells how far a Python put can get from the floor at best. ``put_message`` is
 timed on both paths: the pure-Python method and the instance's (the C put path when
-``broker._native._store`` is built).
+``rocketmq_emu.broker._native._store`` is built).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from store_append import make_records  # noqa: E402
 from twisted.internet.task import Clock  # noqa: E402
 
-from broker import _native  # noqa: E402
-from broker.commitlog.bodycrc import crc32  # noqa: E402
-from broker.commitlog.record import MESSAGE_MAGIC_CODE, encode_record  # noqa: E402
-from broker.store import MessageStore, MessageStoreConfig  # noqa: E402
+from rocketmq_emu.broker import _native  # noqa: E402
+from rocketmq_emu.broker.commitlog.bodycrc import crc32  # noqa: E402
+from rocketmq_emu.broker.commitlog.record import MESSAGE_MAGIC_CODE, encode_record  # noqa: E402
+from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig  # noqa: E402
 
 _now = time.thread_time
 _join_pair = "\u0001".join

@@ -25,10 +25,9 @@ log = logging.getLogger(__name__)
 
 #: Modules that add subcommands (``register(subparsers)``); optional ones may be absent.
 SUBCOMMAND_MODULES: list[tuple[str, bool]] = [
-    ("broker.cli", True),
-    ("reports.cli", False),
-    ("admin.cli", False),
-    ("client.admin_cli", False),
+    ("rocketmq_emu.broker.cli", True),
+    ("rocketmq_emu.reports.cli", False),
+    ("rocketmq_emu.client.admin_cli", False),
 ]
 
 #: Where ``up`` keeps its data when neither ``--store`` nor ``storePathRootDir`` says:
@@ -46,8 +45,8 @@ class CliError(Exception):
 def load_config(conf: str | None, *, store: str | None = None, port: int | None = None,
                 namesrv: str | None = None, default_store: str | None = None) -> Any:
     """``broker.conf`` (if any) with command-line overrides applied; returns a BrokerConfig."""
-    from broker.config import BrokerConfig, ConfigError, load_broker_conf
-    from broker.properties import PropertiesError
+    from rocketmq_emu.broker.config import BrokerConfig, ConfigError, load_broker_conf
+    from rocketmq_emu.broker.properties import PropertiesError
 
     if conf:
         try:
@@ -76,14 +75,14 @@ def load_config(conf: str | None, *, store: str | None = None, port: int | None 
 
 def make_namesrv(reactor: Any, host: str, port: int, kv_config_path: str | None = None) -> Any:
     """A name server for ``host:port`` (``start()`` it; ``stop()`` it at shutdown)."""
-    from namesrv.server import NameServer
+    from rocketmq_emu.namesrv.server import NameServer
 
     return NameServer(reactor, port=port, host=host, kv_config_path=kv_config_path)
 
 
 def make_broker(reactor: Any, cfg: Any, host: str) -> Any:
     """The broker (``start()`` recovers the store, listens and registers; ``stop()``)."""
-    from broker.controller import BrokerController
+    from rocketmq_emu.broker.controller import BrokerController
 
     return BrokerController(cfg, reactor=reactor, host=host)
 
@@ -155,7 +154,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                       namesrv=f"{args.host}:{args.namesrv_port}", default_store=DEFAULT_UP_STORE)
     if getattr(args, "control_port", None) is not None:
         # Owned by client/: the same services plus a controllable clock and the HTTP control API.
-        from client.control_api import up_with_control
+        from rocketmq_emu.client.control_api import up_with_control
 
         return up_with_control(args, cfg, _serve, _announce)
 
@@ -267,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="more logging (-v info, -vv debug)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, required in SUBCOMMAND_MODULES:
-        if name == __name__ or name == "broker.cli":
+        if name == __name__ or name == "rocketmq_emu.broker.cli":
             register(subparsers)
             continue
         try:

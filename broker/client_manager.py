@@ -1,7 +1,7 @@
 """Who is connected: consumer groups, producer groups and orderly-consumer queue locks.
 
 Mirrors RocketMQ 4.9's ``broker/client/ConsumerManager.java``, ``ConsumerGroupInfo.java``,
-``ProducerManager.java`` (queue locks: :mod:`broker.rebalance_lock`).
+``ProducerManager.java`` (queue locks: :mod:`rocketmq_emu.broker.rebalance_lock`).
 
 State only: a "channel" is any hashable connection object (a ``RemotingProtocol`` in the broker),
 time comes from an ``IReactorTime`` clock, and membership changes are reported through a callback
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.message import java_string_hash
+from rocketmq_emu.broker.message import java_string_hash
 
 log = logging.getLogger(__name__)
 
@@ -440,7 +440,7 @@ class ProducerManager:
 
 
 # Re-exported: the lock table lives in broker.rebalance_lock.
-from broker.rebalance_lock import (  # noqa: E402
+from rocketmq_emu.broker.rebalance_lock import (  # noqa: E402
     REBALANCE_LOCK_MAX_LIVE_TIME_MS,
     LockEntry,
     MessageQueueKey,

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from broker.properties import parse_properties
-from broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
-from broker.schedule.timer_message import DEFAULT_TIMER_MAX_DELAY_SEC
+from rocketmq_emu.broker.properties import parse_properties
+from rocketmq_emu.broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
+from rocketmq_emu.broker.schedule.timer_message import DEFAULT_TIMER_MAX_DELAY_SEC
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ class BrokerConfig:
         RocketMQ's ``commit_log``; fields the store has and this class lacks keep their defaults.
         ``store_host`` (written into records) is the advertised ``ip:port``.
         """
-        from broker.store_config import MessageStoreConfig
+        from rocketmq_emu.broker.store_config import MessageStoreConfig
 
         mine = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         kwargs: dict[str, Any] = {}
@@ -266,7 +266,7 @@ def _validate(cfg: BrokerConfig, source: str) -> None:
         )
     if not 0 < cfg.listen_port < 65536:
         raise ConfigError(f"{source}: listenPort {cfg.listen_port} out of range")
-    from broker.schedule.delay_levels import DelayLevelError, parse_delay_levels
+    from rocketmq_emu.broker.schedule.delay_levels import DelayLevelError, parse_delay_levels
 
     try:
         parse_delay_levels(cfg.message_delay_level)

@@ -13,7 +13,7 @@ Every manager has ``load() -> bool`` (falls back to ``<file>.bak`` when the file
 
 from __future__ import annotations
 
-from broker.configs.base import (
+from rocketmq_emu.broker.configs.base import (
     CONSUMER_OFFSET_JSON,
     DELAY_OFFSET_JSON,
     SUBSCRIPTION_GROUP_JSON,
@@ -23,13 +23,17 @@ from broker.configs.base import (
     DataVersion,
     config_file_path,
 )
-from broker.configs.offsets import TOPIC_GROUP_SEPARATOR, ConsumerOffsetManager, DelayOffsetManager
-from broker.configs.subscription import (
+from rocketmq_emu.broker.configs.offsets import (
+    TOPIC_GROUP_SEPARATOR,
+    ConsumerOffsetManager,
+    DelayOffsetManager,
+)
+from rocketmq_emu.broker.configs.subscription import (
     SubscriptionGroupConfig,
     SubscriptionGroupManager,
     is_sys_consumer_group,
 )
-from broker.configs.topics import (
+from rocketmq_emu.broker.configs.topics import (
     PERM_INHERIT,
     PERM_PRIORITY,
     PERM_READ,
@@ -66,7 +70,7 @@ def open_config_managers(
 ) -> dict[str, ConfigManager]:
     """Create and load the four managers of a store.
 
-    ``broker_config`` (a :class:`broker.config.BrokerConfig`, optional) supplies the
+    ``broker_config`` (a :class:`rocketmq_emu.broker.config.BrokerConfig`, optional) supplies the
     :data:`TOPIC_OPTION_NAMES` settings and ``auto_create_subscription_group``; explicit
     ``topic_options`` override it.
 

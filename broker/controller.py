@@ -11,7 +11,7 @@ registration and housekeeping — wired to a reactor (RocketMQ ``broker/BrokerCo
 It listens on ``listenPort`` and on ``listenPort - 2`` (the VIP channel old Java producers use),
 registers with every name server at start, every ``registerNameServerPeriod`` (30 s) and right
 after a topic is created or deleted, scans client channels every 10 s (120 s expiry), persists
-consumer offsets every 5 s, and runs the delay-level and timer services of :mod:`broker.schedule`.
+consumer offsets every 5 s, and runs the delay-level and timer services of :mod:`rocketmq_emu.broker.schedule`.
 Timers and timestamps use ``clock`` (defaults to the reactor).
 """
 
@@ -24,26 +24,26 @@ from typing import Any
 from twisted.internet import defer
 from twisted.internet.task import LoopingCall
 
-from broker import jsonutil
-from broker.config import BrokerConfig
-from broker.configs.base import TOPICS_JSON, config_file_path
-from broker.configs.topics import TopicConfigManager
-from broker.longpoll import PullRequestHoldService
-from broker.processors.admin import AdminBrokerProcessor
-from broker.processors.admin_consumer import AdminConsumerProcessor
-from broker.processors.client_manage import ClientManageProcessor
-from broker.processors.consumer_manage import ConsumerManageProcessor
-from broker.processors.context import BrokerContext
-from broker.processors.end_transaction import EndTransactionProcessor
-from broker.processors.pull import PullMessageProcessor
-from broker.processors.query import QueryMessageProcessor
-from broker.processors.reply import ReplyMessageProcessor
-from broker.processors.send import SendMessageProcessor
-from broker.remoting.client import RemotingClient
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.protocol import RemotingServerFactory, RequestDispatcher
-from broker.store import MessageStore
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.config import BrokerConfig
+from rocketmq_emu.broker.configs.base import TOPICS_JSON, config_file_path
+from rocketmq_emu.broker.configs.topics import TopicConfigManager
+from rocketmq_emu.broker.longpoll import PullRequestHoldService
+from rocketmq_emu.broker.processors.admin import AdminBrokerProcessor
+from rocketmq_emu.broker.processors.admin_consumer import AdminConsumerProcessor
+from rocketmq_emu.broker.processors.client_manage import ClientManageProcessor
+from rocketmq_emu.broker.processors.consumer_manage import ConsumerManageProcessor
+from rocketmq_emu.broker.processors.context import BrokerContext
+from rocketmq_emu.broker.processors.end_transaction import EndTransactionProcessor
+from rocketmq_emu.broker.processors.pull import PullMessageProcessor
+from rocketmq_emu.broker.processors.query import QueryMessageProcessor
+from rocketmq_emu.broker.processors.reply import ReplyMessageProcessor
+from rocketmq_emu.broker.processors.send import SendMessageProcessor
+from rocketmq_emu.broker.remoting.client import RemotingClient
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.protocol import RemotingServerFactory, RequestDispatcher
+from rocketmq_emu.broker.store import MessageStore
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class BrokerController:
         self.end_transaction_processor = EndTransactionProcessor(self.ctx)
         self.register_processor(self.end_transaction_processor)
         try:
-            from broker.processors.reset_offset import ResetOffsetProcessor
+            from rocketmq_emu.broker.processors.reset_offset import ResetOffsetProcessor
         except ImportError:  # pragma: no cover - module not present
             pass
         else:
@@ -190,7 +190,7 @@ class BrokerController:
             cfg.auto_create_subscription_group
 
     def _make_schedule_services(self) -> Any:
-        from broker.schedule import ScheduleConfig, ScheduleServices, TimerConfig
+        from rocketmq_emu.broker.schedule import ScheduleConfig, ScheduleServices, TimerConfig
 
         cfg = self.config
         timer = TimerConfig()

@@ -43,7 +43,7 @@ def dumps_object_keyed(items: Iterable[tuple[Any, Any]]) -> bytes:
     """A map with object keys as fastjson writes one (a ``Map<MessageQueue, V>``):
     ``{{"brokerName":"b","queueId":0,"topic":"T"}:value,...}``, each key and value through
     :func:`dumps`. Not standard JSON: the Java side reads it with fastjson, ours with
-    ``broker.processors.reset_offset.loads_lenient``."""
+    ``rocketmq_emu.broker.processors.reset_offset.loads_lenient``."""
     return b"{" + b",".join(dumps(k) + b":" + dumps(v) for k, v in items) + b"}"
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from twisted.internet import defer
 
-from broker.remoting.codes import ResponseCode
-from broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.codes import ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
 
 log = logging.getLogger(__name__)
 

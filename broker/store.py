@@ -26,15 +26,15 @@ from operator import attrgetter
 
 from twisted.python.failure import Failure
 
-from broker.commitlog.checkpoint import StoreCheckpoint
-from broker.commitlog.commitlog import CommitLog
-from broker.commitlog.disk_sync import DiskSyncer, plans_fds, sync_fds, sync_paths
-from broker.commitlog.flush import FlushService
-from broker.commitlog.mapped_file import MappedFileError
-from broker.commitlog.native_put import bind_native_put
-from broker.commitlog.record import MessageRecord
-from broker.commitlog.recovery import RecoveryError, recover
-from broker.commitlog.results import (
+from rocketmq_emu.broker.commitlog.checkpoint import StoreCheckpoint
+from rocketmq_emu.broker.commitlog.commitlog import CommitLog
+from rocketmq_emu.broker.commitlog.disk_sync import DiskSyncer, plans_fds, sync_fds, sync_paths
+from rocketmq_emu.broker.commitlog.flush import FlushService
+from rocketmq_emu.broker.commitlog.mapped_file import MappedFileError
+from rocketmq_emu.broker.commitlog.native_put import bind_native_put
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.commitlog.recovery import RecoveryError, recover
+from rocketmq_emu.broker.commitlog.results import (
     AppendMessageResult,
     AppendMessageStatus,
     GetMessageResult,
@@ -42,16 +42,16 @@ from broker.commitlog.results import (
     PutMessageResult,
     PutMessageStatus,
 )
-from broker.commitlog.store_dispatch import StoreDispatch
-from broker.commitlog.store_lock import StoreLock, StoreLockedError
-from broker.commitlog.store_reader import StoreReader
-from broker.commitlog.warm import CommitLogWarmer
-from broker.config_files import open_config_managers
-from broker.consumequeue.store import ConsumeQueueStore
-from broker.index.service import IndexService
-from broker.schedule.delay_level_service import schedule_tags_code
-from broker.schedule.delay_levels import DelayLevels
-from broker.store_config import MessageStoreConfig
+from rocketmq_emu.broker.commitlog.store_dispatch import StoreDispatch
+from rocketmq_emu.broker.commitlog.store_lock import StoreLock, StoreLockedError
+from rocketmq_emu.broker.commitlog.store_reader import StoreReader
+from rocketmq_emu.broker.commitlog.warm import CommitLogWarmer
+from rocketmq_emu.broker.config_files import open_config_managers
+from rocketmq_emu.broker.consumequeue.store import ConsumeQueueStore
+from rocketmq_emu.broker.index.service import IndexService
+from rocketmq_emu.broker.schedule.delay_level_service import schedule_tags_code
+from rocketmq_emu.broker.schedule.delay_levels import DelayLevels
+from rocketmq_emu.broker.store_config import MessageStoreConfig
 
 log = logging.getLogger(__name__)
 

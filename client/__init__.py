@@ -14,31 +14,31 @@ that installed rocketmq-emu, and that must stay cheap.
 
 from __future__ import annotations
 
-from broker.lazy import lazy_getattr
+from rocketmq_emu.broker.lazy import lazy_getattr
 
 _EXPORTS = {
-    "Producer": "client.producer",
-    "PushConsumer": "client.push_consumer",
-    "ConsumeStatus": "client.consume",
-    "ConsumeContext": "client.consume",
-    "PullConsumer": "client.pull_consumer",
-    "LitePullConsumer": "client.pull_consumer",
-    "Admin": "client.admin",
-    "BlockingProducer": "client.blocking",
-    "BlockingPushConsumer": "client.blocking",
-    "BlockingPullConsumer": "client.blocking",
-    "BlockingLitePullConsumer": "client.blocking",
-    "BlockingAdmin": "client.blocking",
-    "Message": "client.message",
-    "MessageExt": "client.message",
-    "MessageQueue": "client.message",
-    "SendResult": "client.message",
-    "SendStatus": "client.message",
-    "MQBrokerError": "client.message",
-    "MQClientError": "client.message",
-    "EmbeddedCluster": "client.testing",
-    "ControllableClock": "client.clock",
-    "FaultInjector": "client.faults",
+    "Producer": "rocketmq_emu.client.producer",
+    "PushConsumer": "rocketmq_emu.client.push_consumer",
+    "ConsumeStatus": "rocketmq_emu.client.consume",
+    "ConsumeContext": "rocketmq_emu.client.consume",
+    "PullConsumer": "rocketmq_emu.client.pull_consumer",
+    "LitePullConsumer": "rocketmq_emu.client.pull_consumer",
+    "Admin": "rocketmq_emu.client.admin",
+    "BlockingProducer": "rocketmq_emu.client.blocking",
+    "BlockingPushConsumer": "rocketmq_emu.client.blocking",
+    "BlockingPullConsumer": "rocketmq_emu.client.blocking",
+    "BlockingLitePullConsumer": "rocketmq_emu.client.blocking",
+    "BlockingAdmin": "rocketmq_emu.client.blocking",
+    "Message": "rocketmq_emu.client.message",
+    "MessageExt": "rocketmq_emu.client.message",
+    "MessageQueue": "rocketmq_emu.client.message",
+    "SendResult": "rocketmq_emu.client.message",
+    "SendStatus": "rocketmq_emu.client.message",
+    "MQBrokerError": "rocketmq_emu.client.message",
+    "MQClientError": "rocketmq_emu.client.message",
+    "EmbeddedCluster": "rocketmq_emu.client.testing",
+    "ControllableClock": "rocketmq_emu.client.clock",
+    "FaultInjector": "rocketmq_emu.client.faults",
 }
 
 __all__ = sorted(_EXPORTS)

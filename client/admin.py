@@ -15,18 +15,24 @@ from typing import Any
 
 from twisted.internet import defer
 
-from broker import jsonutil
-from broker.message import (
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.message import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
     decode_offset_msg_id,
 )
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from client import api
-from client.instance import ClientInstance
-from client.message import MessageExt, MessageQueue, MQBrokerError, MQClientError, decode_messages
-from client.route import subscribe_queues
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.client import api
+from rocketmq_emu.client.instance import ClientInstance
+from rocketmq_emu.client.message import (
+    MessageExt,
+    MessageQueue,
+    MQBrokerError,
+    MQClientError,
+    decode_messages,
+)
+from rocketmq_emu.client.route import subscribe_queues
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +206,7 @@ class Admin:
         """GET_CONSUMER_RUNNING_INFO (307) relayed by a broker to one consumer; fires with the
         parsed ``ConsumerRunningInfo`` (queue-keyed maps as ``{(topic, broker, qid): value}``)."""
         async def run() -> dict:
-            from broker.processors.reset_offset import decode_mq_map, loads_lenient
+            from rocketmq_emu.broker.processors.reset_offset import decode_mq_map, loads_lenient
 
             addr = broker_addr or (await self._master_addrs())[0]
             resp = await self.instance.invoke(addr, RemotingCommand.request(
@@ -220,7 +226,7 @@ class Admin:
         client's running info (307, relayed by the broker) for its ``mqTable``. Best effort
         like the Java tool: a group offline or a client not answering leaves its queues out."""
         async def run() -> dict[tuple[str, str, int], str]:
-            from broker.processors.reset_offset import loads_lenient
+            from rocketmq_emu.broker.processors.reset_offset import loads_lenient
 
             owners: dict[tuple[str, str, int], str] = {}
             for addr in broker_addrs:

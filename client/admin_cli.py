@@ -31,12 +31,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from broker import jsonutil
-from broker.processors.reset_offset import decode_mq_map, decode_offset_table, loads_lenient
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from client.admin_output import Output, UsageError, format_ms, parse_timestamp
-from client.message import MessageExt, MQBrokerError, MQClientError
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.processors.reset_offset import (
+    decode_mq_map,
+    decode_offset_table,
+    loads_lenient,
+)
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.client.admin_output import Output, UsageError, format_ms, parse_timestamp
+from rocketmq_emu.client.message import MessageExt, MQBrokerError, MQClientError
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
 
@@ -318,8 +322,8 @@ async def reset_offset_by_time(admin: Any, args: argparse.Namespace, out: Output
 
 async def _reset_offline(admin: Any, topic: str, group: str, ts: int, force: bool,
                          ) -> dict[tuple[str, str, int], int]:
-    from client import api
-    from client.route import subscribe_queues
+    from rocketmq_emu.client import api
+    from rocketmq_emu.client.route import subscribe_queues
 
     route = await admin.instance.update_route(topic)
     out: dict[tuple[str, str, int], int] = {}
@@ -422,7 +426,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 
 def register(subparsers: Any) -> None:
-    """Add ``admin`` to the ``rmq-emu`` command line (``broker.cli`` plug-in contract)."""
+    """Add ``admin`` to the ``rmq-emu`` command line (``rocketmq_emu.broker.cli`` plug-in contract)."""
     parser = subparsers.add_parser("admin", help="mqadmin-style administration commands")
     build_parser(parser)
     parser.set_defaults(func=run_args)
@@ -430,7 +434,7 @@ def register(subparsers: Any) -> None:
 
 async def execute(args: argparse.Namespace, reactor: Any = None) -> tuple[int, str]:
     """Run one parsed admin command; returns (exit status, text to print)."""
-    from client.admin import Admin
+    from rocketmq_emu.client.admin import Admin
 
     namesrv = args.namesrvAddr or os.environ.get("NAMESRV_ADDR") or DEFAULT_NAMESRV
     out = Output(getattr(args, "json", False))

@@ -1,7 +1,7 @@
 """Consumer-side broker calls (Java ``MQClientAPIImpl`` / ``PullAPIWrapper``), as coroutines.
 
 Each function builds one request with :meth:`RemotingCommand.request`, sends it through a
-:class:`client.instance.ClientInstance` and maps the response the way the Java client does.
+:class:`rocketmq_emu.client.instance.ClientInstance` and maps the response the way the Java client does.
 """
 
 from __future__ import annotations
@@ -10,12 +10,18 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from broker import jsonutil
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from client.instance import ClientInstance
-from client.message import MessageExt, MessageQueue, MQBrokerError, MQClientError, decode_messages
-from client.rebalance import Subscription
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.client.instance import ClientInstance
+from rocketmq_emu.client.message import (
+    MessageExt,
+    MessageQueue,
+    MQBrokerError,
+    MQClientError,
+    decode_messages,
+)
+from rocketmq_emu.client.rebalance import Subscription
 
 # PullSysFlag bits (protocol.md §3.2).
 FLAG_COMMIT_OFFSET = 0x1

@@ -28,7 +28,7 @@ from typing import Any
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-from client.instance import default_reactor
+from rocketmq_emu.client.instance import default_reactor
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -230,7 +230,7 @@ class BlockingProducer(_Blocking):
 
     def __init__(self, group: str, namesrv_addr: str | list[str], *, timeout: float | None = DEFAULT_TIMEOUT,
                  **kw: Any) -> None:
-        from client.producer import Producer
+        from rocketmq_emu.client.producer import Producer
 
         self._target = Producer(group, namesrv_addr, **kw)
         self.timeout = timeout
@@ -247,7 +247,7 @@ class BlockingPushConsumer(_Blocking):
     def __init__(self, group: str, namesrv_addr: str | list[str], listener: Callable[..., Any] | None = None,
                  *, timeout: float | None = DEFAULT_TIMEOUT, listener_in_reactor: bool = False,
                  **kw: Any) -> None:
-        from client.push_consumer import PushConsumer
+        from rocketmq_emu.client.push_consumer import PushConsumer
 
         self._in_reactor = listener_in_reactor
         if listener is not None and not listener_in_reactor:
@@ -269,7 +269,7 @@ class BlockingPullConsumer(_Blocking):
 
     def __init__(self, group: str, namesrv_addr: str | list[str], *, timeout: float | None = DEFAULT_TIMEOUT,
                  **kw: Any) -> None:
-        from client.pull_consumer import PullConsumer
+        from rocketmq_emu.client.pull_consumer import PullConsumer
 
         self._target = PullConsumer(group, namesrv_addr, **kw)
         self.timeout = timeout
@@ -280,7 +280,7 @@ class BlockingLitePullConsumer(_Blocking):
 
     def __init__(self, group: str, namesrv_addr: str | list[str], *, timeout: float | None = DEFAULT_TIMEOUT,
                  **kw: Any) -> None:
-        from client.pull_consumer import LitePullConsumer
+        from rocketmq_emu.client.pull_consumer import LitePullConsumer
 
         self._target = LitePullConsumer(group, namesrv_addr, **kw)
         self.timeout = timeout
@@ -299,7 +299,7 @@ class BlockingAdmin(_Blocking):
 
     def __init__(self, namesrv_addr: str | list[str], *, timeout: float | None = DEFAULT_TIMEOUT,
                  **kw: Any) -> None:
-        from client.admin import Admin
+        from rocketmq_emu.client.admin import Admin
 
         self._target = Admin(namesrv_addr, **kw)
         self.timeout = timeout

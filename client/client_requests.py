@@ -1,6 +1,6 @@
 """Requests brokers send to consumers (Java ``ClientRemotingProcessor``), beyond
-NOTIFY_CONSUMER_IDS_CHANGED (handled by :class:`client.instance.ClientInstance`) and
-RESET_CONSUMER_CLIENT_OFFSET / GET_CONSUMER_STATUS_FROM_CLIENT (:mod:`client.offset_reset`):
+NOTIFY_CONSUMER_IDS_CHANGED (handled by :class:`rocketmq_emu.client.instance.ClientInstance`) and
+RESET_CONSUMER_CLIENT_OFFSET / GET_CONSUMER_STATUS_FROM_CLIENT (:mod:`rocketmq_emu.client.offset_reset`):
 
 * GET_CONSUMER_RUNNING_INFO (307): properties, subscriptions and per-queue state
   (``ConsumerRunningInfo``);
@@ -16,11 +16,11 @@ from typing import Any
 
 from twisted.internet import defer
 
-from broker import jsonutil
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.protocol import RequestDispatcher
-from client.message import decode_messages
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.protocol import RequestDispatcher
+from rocketmq_emu.client.message import decode_messages
 
 log = logging.getLogger(__name__)
 

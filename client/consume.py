@@ -1,7 +1,7 @@
 """Consumption for the push consumer: the listener contract, concurrent and orderly consumption,
 send-back of failures (``ConsumeMessageConcurrentlyService`` / ``ConsumeMessageOrderlyService``).
 
-:class:`ConsumeMixin` is mixed into :class:`client.push_consumer.PushConsumer`, which provides
+:class:`ConsumeMixin` is mixed into :class:`rocketmq_emu.client.push_consumer.PushConsumer`, which provides
 ``instance``, ``group``, ``listener``, ``orderly``, ``clustering``, ``running``, ``reactor``,
 ``consume_batch_size``, ``max_reconsume_times`` and ``orderly_suspend``.
 """
@@ -15,8 +15,8 @@ from typing import Any
 
 from twisted.internet import defer, task
 
-from client import api
-from client.message import MessageExt, MessageQueue
+from rocketmq_emu.client import api
+from rocketmq_emu.client.message import MessageExt, MessageQueue
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs
 from twisted.internet import defer
 from twisted.web import resource, server
 
-from client.faults import ACTIONS, TARGETS
+from rocketmq_emu.client.faults import ACTIONS, TARGETS
 
 log = logging.getLogger(__name__)
 
@@ -335,7 +335,7 @@ class ControlResource(resource.Resource):
         topic = str(body["topic"])
         queues = int(body.get("queues", 4))
         broker = self._broker(body)
-        from client.admin import Admin
+        from rocketmq_emu.client.admin import Admin
 
         admin = Admin(self.cluster.namesrv_addr)
         names = [broker] if broker else [s.name for s in self.cluster.slots if s.running]
@@ -380,7 +380,7 @@ class ControlResource(resource.Resource):
         store = self._store(request)
         found = store.get_message("rmq-emu-control-api", q["topic"], int(q.get("queueId", 0)),
                                   int(q.get("offset", 0)), min(int(q.get("max", 32)), 1000))
-        from client.message import decode_messages
+        from rocketmq_emu.client.message import decode_messages
 
         msgs = decode_messages(b"".join(bytes(m) for m in (found.messages or [])))
         out = []
@@ -424,9 +424,9 @@ class _ClusterService:
 
 def up_with_control(args: Any, cfg: Any, serve: Callable[..., int], announce: Callable[..., None]) -> int:
     """``rmq-emu up --control-port N``: the same name server + broker, run as an
-    :class:`client.testing.EmbeddedCluster` on a follow-mode controllable clock, plus the
+    :class:`rocketmq_emu.client.testing.EmbeddedCluster` on a follow-mode controllable clock, plus the
     control API on 127.0.0.1:N."""
-    from client.testing import EmbeddedCluster
+    from rocketmq_emu.client.testing import EmbeddedCluster
 
     def starter(reactor: Any, services: list) -> defer.Deferred:
         cluster = EmbeddedCluster(

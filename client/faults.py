@@ -1,6 +1,6 @@
 """Fault injection and request recording for testing client libraries.
 
-A :class:`FaultInjector` hooks into one or more :class:`broker.remoting.protocol.RequestDispatcher`
+A :class:`FaultInjector` hooks into one or more :class:`rocketmq_emu.broker.remoting.protocol.RequestDispatcher`
 objects (the broker's and the name server's) through their interceptor and observer hooks:
 
 * every incoming request is recorded (:class:`RequestRecord`: target, code, name, ext fields,
@@ -20,7 +20,7 @@ objects (the broker's and the name server's) through their interceptor and obser
   hits left wins.
 
 Connection-level faults (stop/restart the broker, unreachable/reachable) live on
-:class:`client.testing.EmbeddedCluster`, which owns the listening ports.
+:class:`rocketmq_emu.client.testing.EmbeddedCluster`, which owns the listening ports.
 """
 
 from __future__ import annotations
@@ -36,9 +36,14 @@ from typing import Any
 
 from twisted.internet import defer, task
 
-from broker.remoting.codes import RequestCode, ResponseCode, request_name
-from broker.remoting.command import RemotingCommand
-from broker.remoting.protocol import DROP, RequestDispatcher, RequestEvent, error_response
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode, request_name
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.protocol import (
+    DROP,
+    RequestDispatcher,
+    RequestEvent,
+    error_response,
+)
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The client runtime shared by producers and consumers (Java ``MQClientInstance``).
 
-One :class:`ClientInstance` holds a :class:`broker.remoting.client.RemotingClient` (connection pool,
+One :class:`ClientInstance` holds a :class:`rocketmq_emu.broker.remoting.client.RemotingClient` (connection pool,
 no second codec), the topic route table refreshed from the name server, the heartbeat loop, and
 the handler for requests brokers push to clients (NOTIFY_CONSUMER_IDS_CHANGED, 40).
 """
@@ -15,14 +15,14 @@ from typing import Any
 
 from twisted.internet import defer, task
 
-from broker import jsonutil
-from broker.remoting.client import RemotingClient
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.protocol import RequestDispatcher
-from client import client_requests
-from client.message import MQBrokerError, MQClientError
-from client.route import TopicRouteData
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.remoting.client import RemotingClient
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.protocol import RequestDispatcher
+from rocketmq_emu.client import client_requests
+from rocketmq_emu.client.message import MQBrokerError, MQClientError
+from rocketmq_emu.client.route import TopicRouteData
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,12 @@ from __future__ import annotations
 import logging
 import os
 
-from broker.processors.reset_offset import decode_mq_map, encode_offset_table, loads_lenient
-from client.message import MessageQueue
+from rocketmq_emu.broker.processors.reset_offset import (
+    decode_mq_map,
+    encode_offset_table,
+    loads_lenient,
+)
+from rocketmq_emu.client.message import MessageQueue
 
 log = logging.getLogger(__name__)
 

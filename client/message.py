@@ -5,7 +5,7 @@ Pure values and codecs, no reactor:
 * :class:`Message` (Java ``Message``): topic, body, tags, keys, user properties, delay level and
   arbitrary-time delivery (``deliver_at`` / ``delay`` -> ``TIMER_DELIVER_MS`` / ``TIMER_DELAY_MS``).
 * :class:`MessageExt` (Java ``MessageExt``/``MessageClientExt``): a received message, decoded from
-  pulled commitlog records with :func:`broker.commitlog.record.iter_records` (no second codec).
+  pulled commitlog records with :func:`rocketmq_emu.broker.commitlog.record.iter_records` (no second codec).
 * :class:`MessageQueue`, :class:`SendResult`, :class:`SendStatus`.
 * :func:`encode_batch` (``MessageDecoder.encodeMessages``, protocol.md §4.9) and
   :func:`decode_messages` (``MessageDecoder.decodes``, §4.7).
@@ -18,8 +18,8 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
-from broker.commitlog.record import MessageRecord, iter_records
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import MessageRecord, iter_records
+from rocketmq_emu.broker.message import (
     COMPRESSED_FLAG,
     KEY_SEPARATOR,
     PROPERTY_DELAY_TIME_LEVEL,

@@ -18,11 +18,11 @@ from typing import Any
 
 from twisted.internet import defer
 
-from broker.processors.reset_offset import decode_offset_table, encode_mq_map
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from client import api
-from client.message import MessageQueue
+from rocketmq_emu.broker.processors.reset_offset import decode_offset_table, encode_mq_map
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.client import api
+from rocketmq_emu.client.message import MessageQueue
 
 log = logging.getLogger(__name__)
 

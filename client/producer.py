@@ -2,7 +2,7 @@
 
 Every send method returns a Deferred: ``await producer.send(msg)`` is the "sync" send,
 keeping the Deferred is the "async" send, :meth:`Producer.send_oneway` fires once written.
-The blocking facade (:mod:`client.blocking`) turns these into plain calls.
+The blocking facade (:mod:`rocketmq_emu.client.blocking`) turns these into plain calls.
 
 Behaviour copied from the Java client:
 
@@ -27,18 +27,18 @@ from typing import Any
 
 from twisted.internet import defer
 
-from broker.message import (
+from rocketmq_emu.broker.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     COMPRESSED_FLAG,
     RETRY_GROUP_TOPIC_PREFIX,
     UniqIdGenerator,
     properties_to_string,
 )
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.protocol import RemotingConnectionError, RemotingTimeoutError
-from client.instance import ClientInstance
-from client.message import (
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.protocol import RemotingConnectionError, RemotingTimeoutError
+from rocketmq_emu.client.instance import ClientInstance
+from rocketmq_emu.client.message import (
     Message,
     MessageError,
     MessageQueue,
@@ -48,7 +48,7 @@ from client.message import (
     encode_batch,
     send_result_from_response,
 )
-from client.route import DEFAULT_TOPIC_QUEUE_NUMS, TopicPublishInfo, publish_queues
+from rocketmq_emu.client.route import DEFAULT_TOPIC_QUEUE_NUMS, TopicPublishInfo, publish_queues
 
 log = logging.getLogger(__name__)
 

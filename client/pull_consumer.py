@@ -17,13 +17,13 @@ from typing import Any
 
 from twisted.internet import defer
 
-from client import api
-from client.consume import ProcessQueue
-from client.instance import ClientInstance
-from client.message import MessageExt, MessageQueue, MQClientError
-from client.push_consumer import CLUSTERING, ConsumeContext, PushConsumer
-from client.rebalance import Subscription
-from client.route import subscribe_queues
+from rocketmq_emu.client import api
+from rocketmq_emu.client.consume import ProcessQueue
+from rocketmq_emu.client.instance import ClientInstance
+from rocketmq_emu.client.message import MessageExt, MessageQueue, MQClientError
+from rocketmq_emu.client.push_consumer import CLUSTERING, ConsumeContext, PushConsumer
+from rocketmq_emu.client.rebalance import Subscription
+from rocketmq_emu.client.route import subscribe_queues
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class PullConsumer:
 
     def pull(self, mq: MessageQueue, expression: str = "*", offset: int = 0, max_nums: int = 32,
              *, block: bool = False, suspend_ms: int = 20000) -> defer.Deferred:
-        """PULL_MESSAGE; fires with a :class:`client.api.PullResult`. ``block`` long-polls."""
+        """PULL_MESSAGE; fires with a :class:`rocketmq_emu.client.api.PullResult`. ``block`` long-polls."""
         sub = Subscription.build(mq.topic, expression, 0)
         return defer.ensureDeferred(self._pull(mq, sub, offset, max_nums, block, suspend_ms))
 

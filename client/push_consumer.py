@@ -1,8 +1,8 @@
 """The push consumer (Java ``DefaultMQPushConsumer``), Twisted API.
 
-* CLUSTERING (queues split among the group with :func:`client.rebalance.allocate_averagely`,
+* CLUSTERING (queues split among the group with :func:`rocketmq_emu.client.rebalance.allocate_averagely`,
   offsets stored on the broker) or BROADCASTING (every member reads every queue, offsets kept
-  in a local file as the Java client's ``LocalFileOffsetStore``: :mod:`client.local_offsets`).
+  in a local file as the Java client's ``LocalFileOffsetStore``: :mod:`rocketmq_emu.client.local_offsets`).
 * Concurrent or orderly consumption. Orderly clustering consumers lock their queues with
   LOCK_BATCH_MQ (41) before pulling and re-lock every 20 s; a queue is consumed one batch at a
   time, a failed batch is retried after ``orderly_suspend`` seconds.
@@ -27,9 +27,9 @@ from typing import Any
 from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
-from broker.message import RETRY_GROUP_TOPIC_PREFIX
-from client import api
-from client.consume import (  # noqa: F401 (ConsumeStatus is part of this module's API)
+from rocketmq_emu.broker.message import RETRY_GROUP_TOPIC_PREFIX
+from rocketmq_emu.client import api
+from rocketmq_emu.client.consume import (  # noqa: F401 (ConsumeStatus is part of this module's API)
     ConsumeContext,
     ConsumeMixin,
     ConsumeStatus,
@@ -37,11 +37,11 @@ from client.consume import (  # noqa: F401 (ConsumeStatus is part of this module
     _ok,
     _sleep,
 )
-from client.instance import ClientInstance
-from client.local_offsets import LocalFileOffsetStore
-from client.message import MessageExt, MessageQueue, MQBrokerError, restore_retry_topic
-from client.rebalance import Subscription, allocate_averagely, rebalance_diff
-from client.route import subscribe_queues
+from rocketmq_emu.client.instance import ClientInstance
+from rocketmq_emu.client.local_offsets import LocalFileOffsetStore
+from rocketmq_emu.client.message import MessageExt, MessageQueue, MQBrokerError, restore_retry_topic
+from rocketmq_emu.client.rebalance import Subscription, allocate_averagely, rebalance_diff
+from rocketmq_emu.client.route import subscribe_queues
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ class PushConsumer(ConsumeMixin):
             except Exception as exc:
                 log.debug("route of %s: %s", topic, exc)
         # checkClientInBroker (CHECK_CLIENT_CONFIG for SQL92) and the 220/221 handlers.
-        from client import offset_reset, sql_filter
+        from rocketmq_emu.client import offset_reset, sql_filter
 
         offset_reset.install(self.instance)
         try:

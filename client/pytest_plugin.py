@@ -3,7 +3,7 @@
 Fixtures:
 
 ``rocketmq``
-    A fresh :class:`client.testing.EmbeddedCluster` per test (own ports, own temporary store,
+    A fresh :class:`rocketmq_emu.client.testing.EmbeddedCluster` per test (own ports, own temporary store,
     own clock), stopped after the test. Options come from the marker
     ``@pytest.mark.rocketmq(clock="manual", broker_config={...})`` (any EmbeddedCluster keyword).
 
@@ -45,7 +45,7 @@ def pytest_configure(config: Any) -> None:
 @pytest.fixture
 def rocketmq(request: Any, tmp_path: Any) -> Any:
     """A name server + broker for this test only (see module docstring)."""
-    from client.testing import EmbeddedCluster
+    from rocketmq_emu.client.testing import EmbeddedCluster
 
     marker = request.node.get_closest_marker("rocketmq")
     options = dict(marker.kwargs) if marker else {}
@@ -60,7 +60,7 @@ def rocketmq(request: Any, tmp_path: Any) -> Any:
 
 @pytest.fixture(scope="session")
 def _rocketmq_session_cluster(tmp_path_factory: Any) -> Any:
-    from client.testing import EmbeddedCluster
+    from rocketmq_emu.client.testing import EmbeddedCluster
 
     cluster = EmbeddedCluster(store_dir=tmp_path_factory.mktemp("rocketmq-session-store"))
     cluster.start()

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from broker.message import java_string_hash
-from client.message import MessageQueue
+from rocketmq_emu.broker.message import java_string_hash
+from rocketmq_emu.client.message import MessageQueue
 
 SUB_ALL = "*"
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from twisted.internet import defer
 
-from broker.message import (
+from rocketmq_emu.broker.message import (
     COMPRESSED_FLAG,
     PROPERTY_CLUSTER,
     PROPERTY_CORRELATION_ID,
@@ -38,10 +38,10 @@ from broker.message import (
     split_addr,
     string_to_properties,
 )
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from client.message import Message, MessageExt, MQClientError, SendResult
-from client.producer import Producer
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.client.message import Message, MessageExt, MQClientError, SendResult
+from rocketmq_emu.client.producer import Producer
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +208,7 @@ async def _send_reply(producer: Producer, reply: Message, timeout: float | None)
 def blocking_request(producer: Any, msg: Message, timeout: float = 3.0) -> MessageExt:
     """:func:`request` for a :class:`~client.blocking.BlockingProducer` (or a Producer) from
     code that does not use Twisted: returns the reply or raises RequestTimeoutError."""
-    from client.blocking import run_blocking
+    from rocketmq_emu.client.blocking import run_blocking
 
     target = getattr(producer, "_target", producer)
     return run_blocking(request, target, msg, timeout, timeout=timeout + 5.0)
@@ -216,7 +216,7 @@ def blocking_request(producer: Any, msg: Message, timeout: float = 3.0) -> Messa
 
 def blocking_send_reply(producer: Any, reply: Message) -> SendResult:
     """:func:`send_reply` for a blocking producer."""
-    from client.blocking import run_blocking
+    from rocketmq_emu.client.blocking import run_blocking
 
     target = getattr(producer, "_target", producer)
     return run_blocking(send_reply, target, reply)

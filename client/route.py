@@ -8,8 +8,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from broker import jsonutil
-from client.message import MessageQueue
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.client.message import MessageQueue
 
 PERM_PRIORITY = 8
 PERM_READ = 4

@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from broker import jsonutil
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from client.message import MQClientError
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.client.message import MQClientError
 
 log = logging.getLogger(__name__)
 

@@ -12,12 +12,12 @@ Blocking use (any test, script or REPL)::
 
 Twisted use (``@pytest_twisted.ensureDeferred`` tests, applications on the reactor): ``await
 cluster.start_async()`` / ``await cluster.stop_async()`` and the Twisted clients of
-:mod:`client.producer` / :mod:`client.push_consumer` with ``cluster.namesrv_addr``.
+:mod:`rocketmq_emu.client.producer` / :mod:`rocketmq_emu.client.push_consumer` with ``cluster.namesrv_addr``.
 
 Only the broker's timers and timestamps read :attr:`EmbeddedCluster.clock`
-(:class:`client.clock.ControllableClock`); sockets, the name server and clients run on the real
+(:class:`rocketmq_emu.client.clock.ControllableClock`); sockets, the name server and clients run on the real
 reactor. :attr:`EmbeddedCluster.faults` injects faults and records requests
-(:mod:`client.faults`); :meth:`stop_broker` / :meth:`start_broker` restart the broker on its
+(:mod:`rocketmq_emu.client.faults`); :meth:`stop_broker` / :meth:`start_broker` restart the broker on its
 store, :meth:`make_unreachable` / :meth:`make_reachable` close and reopen its ports.
 """
 
@@ -32,7 +32,7 @@ from typing import Any
 
 from twisted.internet import defer
 
-from client.blocking import (
+from rocketmq_emu.client.blocking import (
     BlockingAdmin,
     BlockingLitePullConsumer,
     BlockingProducer,
@@ -40,10 +40,10 @@ from client.blocking import (
     BlockingPushConsumer,
     run_blocking,
 )
-from client.clock import ControllableClock
-from client.faults import FaultInjector
-from client.instance import default_reactor
-from client.testing_tools import (  # noqa: F401 (re-exported)
+from rocketmq_emu.client.clock import ControllableClock
+from rocketmq_emu.client.faults import FaultInjector
+from rocketmq_emu.client.instance import default_reactor
+from rocketmq_emu.client.testing_tools import (  # noqa: F401 (re-exported)
     MessageCollector,
     free_broker_port,
     free_port,
@@ -100,7 +100,7 @@ class EmbeddedCluster:
     ``{"message_delay_level": "1s 2s"}``); ``config`` is a whole BrokerConfig to start from.
     ``store_dir`` defaults to a temporary directory removed at :meth:`stop` (kept if given);
     with several brokers each has a sub-directory named after it.
-    ``control_port`` also serves the HTTP control API (:mod:`client.control_api`);
+    ``control_port`` also serves the HTTP control API (:mod:`rocketmq_emu.client.control_api`);
     ``namesrv_kv_config`` persists the name server's KV config (memory only by default).
     """
 
@@ -205,7 +205,7 @@ class EmbeddedCluster:
         return defer.ensureDeferred(self._start())
 
     async def _start(self) -> EmbeddedCluster:
-        from namesrv.server import NameServer
+        from rocketmq_emu.namesrv.server import NameServer
 
         if self._store_dir is None:
             self._store_dir = Path(tempfile.mkdtemp(prefix="rmq-emu-store-"))
@@ -221,7 +221,7 @@ class EmbeddedCluster:
                 slot.store_dir = self.store_dir if len(self.slots) == 1 else self.store_dir / slot.name
             await self._start_broker(slot)
         if self.control_port is not None:
-            from client.control_api import serve_control_api
+            from rocketmq_emu.client.control_api import serve_control_api
 
             # The control API is for this machine only: always loopback.
             self.control = serve_control_api(self, self.control_port, "127.0.0.1", self.reactor)
@@ -232,7 +232,7 @@ class EmbeddedCluster:
     def _make_config(self, slot: BrokerSlot) -> Any:
         import copy
 
-        from broker.config import BrokerConfig
+        from rocketmq_emu.broker.config import BrokerConfig
 
         if self.base_config is not None:
             cfg = copy.copy(self.base_config)
@@ -250,7 +250,7 @@ class EmbeddedCluster:
         return cfg
 
     async def _start_broker(self, slot: BrokerSlot) -> None:
-        from broker.controller import BrokerController
+        from rocketmq_emu.broker.controller import BrokerController
 
         if slot.controller is not None:
             return

@@ -1,5 +1,5 @@
 """Helpers of the test harness: free ports, unique names, waiting, and the message collector
-(re-exported by :mod:`client.testing`)."""
+(re-exported by :mod:`rocketmq_emu.client.testing`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 
 from twisted.internet import defer, task
 
-from client.blocking import BlockingPushConsumer, run_blocking
-from client.instance import default_reactor
-from client.message import MessageExt
+from rocketmq_emu.client.blocking import BlockingPushConsumer, run_blocking
+from rocketmq_emu.client.instance import default_reactor
+from rocketmq_emu.client.message import MessageExt
 
 
 def _port_free(port: int, host: str = "127.0.0.1") -> bool:

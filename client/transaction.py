@@ -29,19 +29,19 @@ from typing import Any
 
 from twisted.internet import defer
 
-from broker.commitlog.record import iter_records
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import iter_records
+from rocketmq_emu.broker.message import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
     decode_offset_msg_id,
 )
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from client.blocking import _Blocking, run_blocking, threaded_reactor
-from client.message import Message, MessageExt, MQClientError, SendResult, SendStatus
-from client.producer import Producer
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.client.blocking import _Blocking, run_blocking, threaded_reactor
+from rocketmq_emu.client.message import Message, MessageExt, MQClientError, SendResult, SendStatus
+from rocketmq_emu.client.producer import Producer
 
 log = logging.getLogger(__name__)
 
@@ -270,7 +270,7 @@ def _in_worker_thread(fn: Callable[..., Any] | None) -> Callable[..., Any] | Non
 
 
 class BlockingTransactionProducer(_Blocking):
-    """:class:`TransactionProducer` with blocking calls (see :mod:`client.blocking`):
+    """:class:`TransactionProducer` with blocking calls (see :mod:`rocketmq_emu.client.blocking`):
     ``send_message_in_transaction(msg, executor) -> TransactionSendResult``; the executor and
     the check listener run in worker threads when the reactor has its own thread."""
 

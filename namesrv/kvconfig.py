@@ -11,7 +11,7 @@ import logging
 import os
 from pathlib import Path
 
-from broker import jsonutil
+from rocketmq_emu.broker import jsonutil
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ import weakref
 import zlib
 from typing import Any
 
-from broker import jsonutil
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.headers import (
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.headers import (
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,
     DeleteKVConfigRequestHeader,
@@ -35,10 +35,10 @@ from broker.remoting.headers import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
-from broker.remoting.protocol import RequestDispatcher
-from namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
-from namesrv.register_body import RegisterBodyError, decode_register_body
-from namesrv.route_info import QueueData, RouteInfoManager, topic_list_body
+from rocketmq_emu.broker.remoting.protocol import RequestDispatcher
+from rocketmq_emu.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
+from rocketmq_emu.namesrv.register_body import RegisterBodyError, decode_register_body
+from rocketmq_emu.namesrv.route_info import QueueData, RouteInfoManager, topic_list_body
 
 log = logging.getLogger(__name__)
 

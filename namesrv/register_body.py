@@ -16,7 +16,7 @@ from typing import Any
 
 from construct import ConstructError, GreedyBytes, Int32sb, PascalString, PrefixedArray, Struct
 
-from broker import jsonutil
+from rocketmq_emu.broker import jsonutil
 
 #: Content of the inflated stream (Java ``DataOutputStream`` ints are big-endian).
 COMPRESSED_BODY = Struct(

@@ -19,7 +19,7 @@ from typing import Any
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import LoopingCall
 
-from broker import jsonutil
+from rocketmq_emu.broker import jsonutil
 
 log = logging.getLogger(__name__)
 

@@ -14,10 +14,14 @@ from typing import Any
 from twisted.internet import defer
 from twisted.internet.endpoints import TCP4ServerEndpoint, TCP6ServerEndpoint
 
-from broker.remoting.protocol import DEFAULT_MAX_LENGTH, RemotingServerFactory, RequestDispatcher
-from namesrv.kvconfig import KVConfigManager
-from namesrv.processor import NamesrvProcessor
-from namesrv.route_info import (
+from rocketmq_emu.broker.remoting.protocol import (
+    DEFAULT_MAX_LENGTH,
+    RemotingServerFactory,
+    RequestDispatcher,
+)
+from rocketmq_emu.namesrv.kvconfig import KVConfigManager
+from rocketmq_emu.namesrv.processor import NamesrvProcessor
+from rocketmq_emu.namesrv.route_info import (
     BROKER_CHANNEL_EXPIRED_SECONDS,
     SCAN_INITIAL_DELAY_SECONDS,
     SCAN_PERIOD_SECONDS,

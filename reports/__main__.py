@@ -2,6 +2,6 @@
 
 import sys
 
-from reports.cli import run_argv
+from rocketmq_emu.reports.cli import run_argv
 
 sys.exit(run_argv())

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from reports.report import Chart  # noqa: E402
+from rocketmq_emu.reports.report import Chart  # noqa: E402
 
 
 def render(chart: Chart, path: str) -> None:

@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 
-from broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
+from rocketmq_emu.broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
 
 REPORTS = ("traffic", "delays", "consumers", "retries")
 log = logging.getLogger(__name__)
@@ -44,8 +44,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     """Run the report(s) named in ``args``; print where each was written."""
-    from reports.report import Progress, write_report
-    from reports.session import get_session
+    from rocketmq_emu.reports.report import Progress, write_report
+    from rocketmq_emu.reports.session import get_session
 
     if not os.path.isdir(args.store):
         print(f"report: store directory {args.store} does not exist", file=sys.stderr)
@@ -58,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
     spark = get_session(args.master)
     try:
         for name in names:
-            job = importlib.import_module(f"reports.jobs.{name}")
+            job = importlib.import_module(f"rocketmq_emu.reports.jobs.{name}")
             progress = Progress(name, job.STAGES + 1)
             report = job.run(spark, args.store, progress, delay_levels=args.delay_levels)
             with progress.stage("write Parquet, CSV, PNG and HTML"):

@@ -1,6 +1,6 @@
 """Columns of the ``rocketmq-commitlog`` data source and their Arrow assembly.
 
-The byte decoding is :func:`broker.commitlog.record_scan.scan_columns` (the broker's own codec);
+The byte decoding is :func:`rocketmq_emu.broker.commitlog.record_scan.scan_columns` (the broker's own codec);
 this module only names the Spark columns, says which record fields each one needs (so a
 projected read decodes nothing else) and turns a :class:`~broker.commitlog.record_scan.ColumnScan`
 into a :class:`pyarrow.RecordBatch` whose schema is exactly what Spark expects
@@ -32,8 +32,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from broker.commitlog.record_scan import ColumnScan
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record_scan import ColumnScan
+from rocketmq_emu.broker.message import (
     COMPRESSED_FLAG,
     COMPRESSION_TYPE_MASK,
     DLQ_GROUP_TOPIC_PREFIX,

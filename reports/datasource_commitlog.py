@@ -9,21 +9,21 @@ a partition may end inside one file and go on in the next. A partition owns the 
 without walking every record from the file start, a reader searches its range for a message
 magic whose PHYSICALOFFSET field equals the file's base offset (its 20-digit name) plus the
 position — RocketMQ writes exactly that value there (``CommitLog.DefaultAppendMessageCallback``),
-so body bytes cannot pass by accident (:func:`broker.commitlog.record_scan.find_record_start`).
+so body bytes cannot pass by accident (:func:`rocketmq_emu.broker.commitlog.record_scan.find_record_start`).
 Files whose name is not an offset are read whole from byte 0.
 
 Each reader memory-maps its file and decodes with
-:func:`broker.commitlog.record_scan.scan_columns` (the broker's codec), only the record fields the
+:func:`rocketmq_emu.broker.commitlog.record_scan.scan_columns` (the broker's codec), only the record fields the
 requested columns need, and yields Arrow record batches. It stops at a BLANK filler or the
 unwritten (zero) tail. A corrupt record becomes a row with only ``file``, ``filePosition``
 and ``_error`` set, and reading resumes at the next record start found as above; with
 ``failFast=true`` (or a user schema without ``_error``) the job fails instead.
 
-Options (strings): ``columns`` (comma list; default all, see :mod:`reports.columns`),
+Options (strings): ``columns`` (comma list; default all, see :mod:`rocketmq_emu.reports.columns`),
 ``includeBody`` (default true), ``failFast`` (default false), ``batchSize`` (records per Arrow
 batch, default 8192, or 16384 when neither body nor properties is decoded),
 ``maxPartitionBytes`` (default 1 GiB), ``minPartitions`` (default: the driver's CPU count,
-right for local mode; pass the cluster's total cores, as :mod:`reports.jobs` and the bench pass
+right for local mode; pass the cluster's total cores, as :mod:`rocketmq_emu.reports.jobs` and the bench pass
 ``defaultParallelism``), ``trimWrittenEnd`` (default
 true: the driver finds each split file's written end by a binary search for the last record
 start and plans no ranges over the zero tail, see :func:`written_stop`) and
@@ -45,9 +45,13 @@ from collections.abc import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from broker.commitlog.record import _V4, BLANK_MAGIC_CODE, RecordError, peek
-from broker.commitlog.record_scan import find_record_start, is_record_start, scan_columns
-from reports import columns as C
+from rocketmq_emu.broker.commitlog.record import _V4, BLANK_MAGIC_CODE, RecordError, peek
+from rocketmq_emu.broker.commitlog.record_scan import (
+    find_record_start,
+    is_record_start,
+    scan_columns,
+)
+from rocketmq_emu.reports import columns as C
 
 FORMAT_NAME = "rocketmq-commitlog"
 _OFFSET_NAME = re.compile(r"^\d{20}$")

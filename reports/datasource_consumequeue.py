@@ -2,7 +2,7 @@
 
 ``path`` is a store root (holding ``consumequeue/``) or the consumequeue directory itself;
 files are ``<topic>/<queueId>/<20-digit byte offset>`` of 20-byte units (protocol.md 5.2,
-:mod:`broker.consumequeue.unit`). One partition per file. A file is read up to its first
+:mod:`rocketmq_emu.broker.consumequeue.unit`). One partition per file. A file is read up to its first
 invalid unit (``ConsumeQueue.recover``: offset < 0 or size <= 0, i.e. the unwritten tail);
 ``fillPreBlank`` filler units point at no message and are skipped, but keep their queue
 offsets.
@@ -19,9 +19,9 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from broker.consumequeue.unit import CQ_STORE_UNIT_SIZE, INTEGER_MAX_VALUE
-from reports.columns import arrow_schema_of
-from reports.datasource_commitlog import local_path
+from rocketmq_emu.broker.consumequeue.unit import CQ_STORE_UNIT_SIZE, INTEGER_MAX_VALUE
+from rocketmq_emu.reports.columns import arrow_schema_of
+from rocketmq_emu.reports.datasource_commitlog import local_path
 
 FORMAT_NAME = "rocketmq-consumequeue"
 _OFFSET_NAME = re.compile(r"^\d{20}$")

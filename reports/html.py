@@ -6,7 +6,7 @@ import base64
 import datetime as dt
 import html as _html
 
-from reports.report import Report
+from rocketmq_emu.reports.report import Report
 
 MAX_ROWS = 50
 _STYLE = """

@@ -2,7 +2,7 @@
 
 A job returns a :class:`Report` (small pandas tables, charts, summary lines);
 :func:`write_report` writes every table as Parquet and CSV, the charts as PNG and a one-page
-``index.html`` embedding them (:mod:`reports.html`).
+``index.html`` embedding them (:mod:`rocketmq_emu.reports.html`).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def _plain(df: pd.DataFrame) -> pd.DataFrame:
 def write_report(report: Report, out_dir: str) -> str:
     """Write tables (Parquet + CSV), charts (PNG) and index.html under ``out_dir/<name>``;
     return the HTML path."""
-    from reports import charts, html
+    from rocketmq_emu.reports import charts, html
 
     target = os.path.join(out_dir, report.name)
     os.makedirs(target, exist_ok=True)

@@ -31,8 +31,8 @@ def configure_environment() -> None:
 
 def register_sources(spark: SparkSession) -> None:
     """Register the ``rocketmq-commitlog`` and ``rocketmq-consumequeue`` formats by class."""
-    from reports.datasource_commitlog import CommitLogDataSource
-    from reports.datasource_consumequeue import ConsumeQueueDataSource
+    from rocketmq_emu.reports.datasource_commitlog import CommitLogDataSource
+    from rocketmq_emu.reports.datasource_consumequeue import ConsumeQueueDataSource
 
     spark.dataSource.register(CommitLogDataSource)
     spark.dataSource.register(ConsumeQueueDataSource)

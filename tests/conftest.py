@@ -7,7 +7,7 @@ import os
 import shutil
 import tempfile
 
-from client.local_offsets import ENV_DIR
+from rocketmq_emu.client.local_offsets import ENV_DIR
 
 # Broadcasting consumers write their offsets files (LocalFileOffsetStore) under the home
 # directory by default, as the Java client does: the suite keeps them in a directory of its own.

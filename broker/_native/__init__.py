@@ -21,7 +21,7 @@ def _load(name: str) -> ModuleType | None:
     if DISABLED:
         return None
     try:
-        return importlib.import_module(f"broker._native._{name}")
+        return importlib.import_module(f"rocketmq_emu.broker._native._{name}")
     except ImportError as exc:
         log.debug("C accelerator %s not available (%s): pure-Python path", name, exc)
         return None

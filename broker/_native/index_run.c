@@ -44,7 +44,7 @@ static PyMethodDef run_methods[] = {
 
 PyTypeObject IndexRunType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "broker._native._store.IndexRun",
+    .tp_name = "rocketmq_emu.broker._native._store.IndexRun",
     .tp_basicsize = sizeof(IndexRun),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Index entries of consecutive direct puts, queued for the index drain.",

@@ -193,7 +193,7 @@ putpath_init(PutPath *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "PutPath: unexpected store layout");
         goto done;
     }
-    PyObject *mfmod = PyImport_ImportModule("broker.commitlog.mapped_file");
+    PyObject *mfmod = PyImport_ImportModule("rocketmq_emu.broker.commitlog.mapped_file");
     self->dispatch_error = mfmod ? PyObject_GetAttrString(mfmod, "MappedFileError") : NULL;
     Py_XDECREF(mfmod);
     if (self->dispatch_error == NULL)
@@ -233,7 +233,7 @@ PyDoc_STRVAR(putpath_doc,
 
 PyTypeObject PutPathType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "broker._native._store.PutPath",
+    .tp_name = "rocketmq_emu.broker._native._store.PutPath",
     .tp_basicsize = sizeof(PutPath),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = putpath_doc,

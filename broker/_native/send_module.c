@@ -102,7 +102,7 @@ PyMODINIT_FUNC PyInit__send(void) {
     /* The store's direct put, when its module is built (it is optional like this one). */
     /* (Not PyCapsule_Import: it walks attributes from ``broker``, which has no ``_native``
      * attribute until that package's import, running now, completes.) */
-    PyObject *store = PyImport_ImportModule("broker._native._store");
+    PyObject *store = PyImport_ImportModule("rocketmq_emu.broker._native._store");
     PyObject *cap = store ? PyObject_GetAttrString(store, "_direct_api") : NULL;
     direct_api = cap ? PyCapsule_GetPointer(cap, STORE_DIRECT_CAPSULE) : NULL;
     Py_XDECREF(cap); /* the module keeps the capsule and the table alive */

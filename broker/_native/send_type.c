@@ -166,13 +166,13 @@ static PyMemberDef Sender_members[] = {
      "fields of a MessageRecord filled directly (0: the class is called)"},
     {"direct", T_BOOL, offsetof(Sender, direct_on), 0,
      "try the store's direct put before building a MessageRecord (True when "
-     "broker._native._store offers it; False: always the record)"},
+     "rocketmq_emu.broker._native._store offers it; False: always the record)"},
     {NULL, 0, 0, 0, NULL},
 };
 
 PyTypeObject SenderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "broker._native._send.Sender",
+    .tp_name = "rocketmq_emu.broker._native._send.Sender",
     .tp_basicsize = sizeof(Sender),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "The everyday SEND_MESSAGE_V2 request from frame bytes to response bytes.",

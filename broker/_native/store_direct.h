@@ -16,7 +16,7 @@
  * and calls store.put_message as before: the two paths write the same bytes and leave the
  * same state (tests/unit/test_native_send.py compares them with the Python path).
  *
- * The module exports the table below as the capsule ``broker._native._store._direct_api``.
+ * The module exports the table below as the capsule ``rocketmq_emu.broker._native._store._direct_api``.
  */
 #ifndef RMQ_EMU_STORE_DIRECT_H
 #define RMQ_EMU_STORE_DIRECT_H
@@ -24,7 +24,7 @@
 #include <Python.h>
 #include <stdint.h>
 
-#define STORE_DIRECT_CAPSULE "broker._native._store._direct_api"
+#define STORE_DIRECT_CAPSULE "rocketmq_emu.broker._native._store._direct_api"
 
 typedef struct {
     PyObject *topic;                  /* exact str */

@@ -1,7 +1,7 @@
 """The batch append fast path: a whole ``put_messages`` batch (one topic and queue, IPv4 hosts,
 no PREPARED / ROLLBACK records) written with ONE ``struct.pack_into`` call whose format covers
 every record (fixed fields, body, topic block, properties), instead of several Python-level
-operations per record. Bytes are identical to :func:`broker.commitlog.record.encode_record`
+operations per record. Bytes are identical to :func:`rocketmq_emu.broker.commitlog.record.encode_record`
 (tests prove it).
 
 Torn-batch guard: the first record's TOTALSIZE is packed as ``-batch_bytes`` and patched to
@@ -17,11 +17,11 @@ from itertools import accumulate, repeat
 from operator import and_ as _and
 from operator import attrgetter
 
-from broker.commitlog.bodycrc import crc32
-from broker.commitlog.encoder import props_string
-from broker.commitlog.record import END_FILE_MIN_BLANK_LENGTH, MAX_PROPERTIES_LENGTH
-from broker.commitlog.results import AppendMessageResult, AppendMessageStatus
-from broker.message import (
+from rocketmq_emu.broker.commitlog.bodycrc import crc32
+from rocketmq_emu.broker.commitlog.encoder import props_string
+from rocketmq_emu.broker.commitlog.record import END_FILE_MIN_BLANK_LENGTH, MAX_PROPERTIES_LENGTH
+from rocketmq_emu.broker.commitlog.results import AppendMessageResult, AppendMessageStatus
+from rocketmq_emu.broker.message import (
     BORNHOST_V6_FLAG,
     STOREHOSTADDRESS_V6_FLAG,
     TRANSACTION_PREPARED_TYPE,

@@ -18,7 +18,7 @@ import struct
 
 import construct as cs
 
-from broker.commitlog.mapped_file import MappedFileError
+from rocketmq_emu.broker.commitlog.mapped_file import MappedFileError
 
 log = logging.getLogger(__name__)
 

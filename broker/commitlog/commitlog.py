@@ -20,12 +20,12 @@ import logging
 import struct
 from collections.abc import Iterator
 
-from broker.commitlog.batch import append_batch_fast
-from broker.commitlog.bodycrc import crc32
-from broker.commitlog.encoder import PropertiesTooLong, RecordEncoder, props_string
-from broker.commitlog.mapped_file import MappedFile, MappedFileError
-from broker.commitlog.mapped_file_queue import MappedFileQueue
-from broker.commitlog.record import (
+from rocketmq_emu.broker.commitlog.batch import append_batch_fast
+from rocketmq_emu.broker.commitlog.bodycrc import crc32
+from rocketmq_emu.broker.commitlog.encoder import PropertiesTooLong, RecordEncoder, props_string
+from rocketmq_emu.broker.commitlog.mapped_file import MappedFile, MappedFileError
+from rocketmq_emu.broker.commitlog.mapped_file_queue import MappedFileQueue
+from rocketmq_emu.broker.commitlog.record import (
     BLANK_MAGIC_CODE,
     END_FILE_MIN_BLANK_LENGTH,
     MAX_PROPERTIES_LENGTH,
@@ -35,8 +35,8 @@ from broker.commitlog.record import (
     RecordError,
     decode_record,
 )
-from broker.commitlog.results import AppendMessageResult, AppendMessageStatus
-from broker.message import (
+from rocketmq_emu.broker.commitlog.results import AppendMessageResult, AppendMessageStatus
+from rocketmq_emu.broker.message import (
     BORNHOST_V6_FLAG,
     STOREHOSTADDRESS_V6_FLAG,
     TRANSACTION_PREPARED_TYPE,

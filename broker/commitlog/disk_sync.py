@@ -25,7 +25,7 @@ from twisted.internet import defer
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
-from broker.commitlog.mapped_file import MappedFile, MappedFileError
+from rocketmq_emu.broker.commitlog.mapped_file import MappedFile, MappedFileError
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """The append fast path: a record written straight into a mapped file with precompiled
-``struct`` (bytes identical to :func:`broker.commitlog.record.encode_record`, which the tests
+``struct`` (bytes identical to :func:`rocketmq_emu.broker.commitlog.record.encode_record`, which the tests
 prove), with caches for the parts that repeat from message to message (topic bytes, packed
 hosts, tag hash codes).
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 
-from broker.commitlog.record import (
+from rocketmq_emu.broker.commitlog.record import (
     MAX_PROPERTIES_LENGTH,
     MAX_V1_TOPIC_LENGTH,
     MESSAGE_MAGIC_CODE,
@@ -22,7 +22,7 @@ from broker.commitlog.record import (
     RecordError,
     encode_into,
 )
-from broker.message import (
+from rocketmq_emu.broker.message import (
     BORNHOST_V6_FLAG,
     STOREHOSTADDRESS_V6_FLAG,
     java_string_hash,

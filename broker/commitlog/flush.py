@@ -22,9 +22,9 @@ from collections.abc import Callable
 
 from twisted.internet import defer
 
-from broker.commitlog.disk_sync import DiskSyncer, sync_fds
-from broker.commitlog.mapped_file_queue import MappedFileQueue
-from broker.commitlog.results import PutMessageStatus
+from rocketmq_emu.broker.commitlog.disk_sync import DiskSyncer, sync_fds
+from rocketmq_emu.broker.commitlog.mapped_file_queue import MappedFileQueue
+from rocketmq_emu.broker.commitlog.results import PutMessageStatus
 
 log = logging.getLogger(__name__)
 

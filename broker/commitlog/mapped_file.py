@@ -26,7 +26,7 @@ import logging
 import mmap
 import os
 
-from broker import _native
+from rocketmq_emu.broker import _native
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ class MappedFile:
                                       err=exc.errno or 0) from exc
             raise
         self._fd = fd
-        #: Syncs of ``_fd`` running in the flush thread (see :mod:`broker.commitlog.disk_sync`).
+        #: Syncs of ``_fd`` running in the flush thread (see :mod:`rocketmq_emu.broker.commitlog.disk_sync`).
         self._syncing = 0
         self._close_pending = False
         self.wrote_position = 0
@@ -237,7 +237,7 @@ class MappedFile:
 
     def populate(self, start: int, end: int) -> None:
         """Fault ``[start, end)`` in writable without changing a byte: safe from another thread
-        while the writer appends (the warm thread; see :mod:`broker.commitlog.warm`). With the
+        while the writer appends (the warm thread; see :mod:`rocketmq_emu.broker.commitlog.warm`). With the
         C accelerator the GIL is released meanwhile. No per-page fallback: an old kernel's
         OSError goes to the caller (writing a byte back could race the writer)."""
         native = _native.store

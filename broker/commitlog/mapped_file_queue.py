@@ -12,8 +12,8 @@ import logging
 import os
 from collections.abc import Callable
 
-from broker.commitlog.disk_sync import FlushPlan
-from broker.commitlog.mapped_file import (
+from rocketmq_emu.broker.commitlog.disk_sync import FlushPlan
+from rocketmq_emu.broker.commitlog.mapped_file import (
     TMP_SUFFIX,
     MappedFile,
     MappedFileError,
@@ -223,7 +223,7 @@ class MappedFileQueue:
         return flushed
 
     def flush_plan(self, flush_least_pages: int = 0):
-        """The threaded counterpart of :meth:`flush` (:mod:`broker.commitlog.disk_sync`): a
+        """The threaded counterpart of :meth:`flush` (:mod:`rocketmq_emu.broker.commitlog.disk_sync`): a
         :class:`~broker.commitlog.disk_sync.FlushPlan` of the files to sync, or None when
         nothing needs flushing (same ``flush_least_pages`` rule)."""
         target = self.get_max_offset()

@@ -1,4 +1,4 @@
-"""Binds a store's ``put_message`` to the C put path (``broker._native._store.PutPath``) when
+"""Binds a store's ``put_message`` to the C put path (``rocketmq_emu.broker._native._store.PutPath``) when
 the extension is built (and ``RMQ_EMU_NO_NATIVE`` is not set).
 
 The C path handles the plain case of one put (IPv4 hosts, room in the commitlog's and the
@@ -13,17 +13,17 @@ from __future__ import annotations
 import logging
 import sys
 
-from broker import _native
-from broker.commitlog.bodycrc import crc32
-from broker.commitlog.mapped_file import MappedFile
-from broker.commitlog.record import MessageRecord
-from broker.commitlog.results import (
+from rocketmq_emu.broker import _native
+from rocketmq_emu.broker.commitlog.bodycrc import crc32
+from rocketmq_emu.broker.commitlog.mapped_file import MappedFile
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.commitlog.results import (
     AppendMessageResult,
     AppendMessageStatus,
     PutMessageResult,
     PutMessageStatus,
 )
-from broker.message import RMQ_SYS_SCHEDULE_TOPIC
+from rocketmq_emu.broker.message import RMQ_SYS_SCHEDULE_TOPIC
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import construct as cs
 
-from broker.message import (
+from rocketmq_emu.broker.message import (
     BORNHOST_V6_FLAG,
     STOREHOSTADDRESS_V6_FLAG,
     pack_host,

@@ -2,7 +2,7 @@
 
 :func:`scan_columns` decodes only the requested fields of many records at once, and
 :func:`find_record_start` locates the first record boundary inside an arbitrary byte range.
-Both are built on :mod:`broker.commitlog.record` (its structs, constants and
+Both are built on :mod:`rocketmq_emu.broker.commitlog.record` (its structs, constants and
 :func:`~broker.commitlog.record.decode_record`, which handles IPv6, V2 and bad records), so the
 values and errors are the broker's own codec's.
 """
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from importlib.util import find_spec
 from itertools import repeat
 
-from broker.commitlog.record import (
+from rocketmq_emu.broker.commitlog.record import (
     _HEAD,
     _I16,
     _I32,
@@ -29,7 +30,7 @@ from broker.commitlog.record import (
     body_crc,
     decode_record,
 )
-from broker.message import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from rocketmq_emu.broker.message import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 
 # --- columnar scan (reports/, bench/) -------------------------------------------------------------
 #: Names :func:`scan_columns` can fill, in record order: the construct spec's field names plus the
@@ -124,9 +125,9 @@ def scan_columns(
     for (names from :data:`SCAN_FIELDS`), without building a :class:`MessageRecord` per row.
 
     Records *starting* before ``stop`` are decoded (the last may extend past it). Hosts are
-    the raw 8- or 20-byte blocks (:func:`broker.message.unpack_host` turns one into
+    the raw 8- or 20-byte blocks (:func:`rocketmq_emu.broker.message.unpack_host` turns one into
     ``(ip, port)``), ``topic`` a str, ``properties`` the stored properties string (see
-    :func:`broker.message.string_to_properties`), ``body`` bytes.
+    :func:`rocketmq_emu.broker.message.string_to_properties`), ``body`` bytes.
 
     The IPv4 case runs on one precompiled struct; an IPv6 record, and any record that fails a
     length check, goes through :func:`decode_record`, so errors and values are exactly
@@ -139,7 +140,7 @@ def scan_columns(
     blen = len(buf)
     if stop is None:
         stop = blen
-    if not check_crc and not _PER_ROW_FIELDS.intersection(fields):
+    if _HAVE_NUMPY and not check_crc and not _PER_ROW_FIELDS.intersection(fields):
         fast = _scan_vectorized(buf, pos, stop, fields, max_records)
         if fast is not None:
             return fast
@@ -284,6 +285,9 @@ _V4_AT = {
     "bodyLength": (84, 4),
 }
 _VECTOR_MIN = 64  # below this many records the per-record loop is as fast
+# numpy comes with the ``reports`` extra (its only user); without it every scan takes the
+# per-record loop, which gives the same values.
+_HAVE_NUMPY = find_spec("numpy") is not None
 
 
 def _scan_vectorized(buf, pos: int, stop: int, fields, max_records: int) -> ColumnScan | None:

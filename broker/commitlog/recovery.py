@@ -31,14 +31,14 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
-from broker.commitlog.commitlog import CommitLog
-from broker.commitlog.mapped_file import MappedFile, MappedFileError
-from broker.commitlog.record import (
+from rocketmq_emu.broker.commitlog.commitlog import CommitLog
+from rocketmq_emu.broker.commitlog.mapped_file import MappedFile, MappedFileError
+from rocketmq_emu.broker.commitlog.record import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
 )
-from broker.message import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from rocketmq_emu.broker.message import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
-from broker.message import create_offset_msg_id
+from rocketmq_emu.broker.message import create_offset_msg_id
 
 
 class AppendMessageStatus(enum.Enum):

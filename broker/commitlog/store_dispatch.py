@@ -1,5 +1,5 @@
 """Dispatch ("reput") of appended records into consume queues, arrival listeners and the
-index, mixed into :class:`broker.store.MessageStore` (RocketMQ ``CommitLogDispatcher``s and
+index, mixed into :class:`rocketmq_emu.broker.store.MessageStore` (RocketMQ ``CommitLogDispatcher``s and
 ``ReputMessageService``).
 
 Consume-queue units are written synchronously (a pull right after a put sees the message),
@@ -17,9 +17,9 @@ from collections.abc import Container
 from itertools import repeat
 from operator import attrgetter
 
-from broker.commitlog.record import MessageRecord
-from broker.index import index_file
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.index import index_file
+from rocketmq_emu.broker.message import (
     PROPERTY_KEYS,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     RMQ_SYS_SCHEDULE_TOPIC,

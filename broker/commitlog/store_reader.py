@@ -1,5 +1,5 @@
 """The read side of the message store facade (``DefaultMessageStore.getMessage`` and the
-offset queries), mixed into :class:`broker.store.MessageStore`.
+offset queries), mixed into :class:`rocketmq_emu.broker.store.MessageStore`.
 
 ``get_message`` follows RocketMQ 4.9 (protocol.md §3.2):
 
@@ -28,11 +28,11 @@ import logging
 import os
 import struct
 
-from broker.commitlog.commitlog import CommitLogError
-from broker.commitlog.record import MessageRecord
-from broker.commitlog.results import GetMessageResult, GetMessageStatus
-from broker.consumequeue.unit import CQ_STORE_UNIT_SIZE
-from broker.index.service import QueryOffsetResult
+from rocketmq_emu.broker.commitlog.commitlog import CommitLogError
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.commitlog.results import GetMessageResult, GetMessageStatus
+from rocketmq_emu.broker.consumequeue.unit import CQ_STORE_UNIT_SIZE
+from rocketmq_emu.broker.index.service import QueryOffsetResult
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ class StoreReader:
 
         ``tags_filter(tags_code) -> bool`` (None: everything matches); ``record_filter(raw)
         -> bool`` is applied to each record read (``MessageFilter.isMatchedByCommitLog``, the
-        SQL92 property filter of :mod:`broker.filter`).
+        SQL92 property filter of :mod:`rocketmq_emu.broker.filter`).
         """
         cq = self.consume_queues.find(topic, queue_id)
         if cq is None:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import logging
 
-from broker.commitlog.disk_sync import DiskSyncer
-from broker.commitlog.mapped_file_queue import MappedFileQueue
+from rocketmq_emu.broker.commitlog.disk_sync import DiskSyncer
+from rocketmq_emu.broker.commitlog.mapped_file_queue import MappedFileQueue
 
 log = logging.getLogger(__name__)
 

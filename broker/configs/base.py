@@ -10,7 +10,7 @@ Mirrors RocketMQ ``common/ConfigManager.java`` and ``MixAll.string2File``:
   on the caller's thread; with a :attr:`ConfigManager.writer` (the store's flush thread) the
   file writes and fsyncs run there, so a slow disk does not stall the reactor.
 
-Reading uses :func:`broker.jsonutil.loads`, so fastjson's unquoted integer map keys
+Reading uses :func:`rocketmq_emu.broker.jsonutil.loads`, so fastjson's unquoted integer map keys
 (``{"offsetTable":{"T@g":{0:12}}}``) from a real RocketMQ store parse. Writing uses quoted keys,
 indented and sorted like RocketMQ's pretty output (``encode(true)``).
 """
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from broker import jsonutil
+from rocketmq_emu.broker import jsonutil
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from broker.configs.base import ConfigManager
+from rocketmq_emu.broker.configs.base import ConfigManager
 
 log = logging.getLogger(__name__)
 

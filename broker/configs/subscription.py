@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.configs.base import ConfigManager, DataVersion, clock_millis
+from rocketmq_emu.broker.configs.base import ConfigManager, DataVersion, clock_millis
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.configs.base import ConfigManager, DataVersion, clock_millis
-from broker.message import (
+from rocketmq_emu.broker.configs.base import ConfigManager, DataVersion, clock_millis
+from rocketmq_emu.broker.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,

@@ -21,9 +21,13 @@ import logging
 import os
 from collections.abc import Callable
 
-from broker.commitlog.mapped_file import MappedFile, MappedFileError, offset_to_file_name
-from broker.commitlog.mapped_file_queue import MappedFileQueue
-from broker.consumequeue.unit import (
+from rocketmq_emu.broker.commitlog.mapped_file import (
+    MappedFile,
+    MappedFileError,
+    offset_to_file_name,
+)
+from rocketmq_emu.broker.commitlog.mapped_file_queue import MappedFileQueue
+from rocketmq_emu.broker.consumequeue.unit import (
     CQ_STORE_UNIT_SIZE,
     DEFAULT_UNITS_PER_FILE,
     INTEGER_MAX_VALUE,

@@ -16,8 +16,8 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from broker.consumequeue.consume_queue import DEFAULT_CQ_FILE_SIZE, ConsumeQueue
-from broker.message import (
+from rocketmq_emu.broker.consumequeue.consume_queue import DEFAULT_CQ_FILE_SIZE, ConsumeQueue
+from rocketmq_emu.broker.message import (
     PROPERTY_KEYS,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     TRANSACTION_COMMIT_TYPE,
@@ -47,7 +47,7 @@ class DispatchRequest:
 
     @classmethod
     def from_record(cls, record, tags_code_override: int | None = None) -> DispatchRequest:
-        """Build from a stored :class:`broker.commitlog.record.MessageRecord`.
+        """Build from a stored :class:`rocketmq_emu.broker.commitlog.record.MessageRecord`.
 
         ``tags_code_override``: the caller's tagsCode when it is not the TAGS hash
         (``SCHEDULE_TOPIC_XXXX`` stores the deliver timestamp, ``CommitLog.checkMessageAndReturnSize``).

@@ -7,7 +7,7 @@ Layout, big-endian (protocol.md §5.2)::
     tagsCode          int64   @12
 
 ``tagsCode`` is the Java ``String.hashCode`` of the TAGS property sign-extended to int64
-(:func:`broker.message.tags_code`), 0 without a tag; for ``SCHEDULE_TOPIC_XXXX`` it is the deliver
+(:func:`rocketmq_emu.broker.message.tags_code`), 0 without a tag; for ``SCHEDULE_TOPIC_XXXX`` it is the deliver
 timestamp in ms.
 
 :data:`CQ_UNIT` is the readable ``construct`` declaration (used by tests and tools); the hot path

@@ -12,9 +12,13 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from broker.filter.errors import FilterError
-from broker.message import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, string_to_properties
-from broker.remoting.codes import ResponseCode
+from rocketmq_emu.broker.filter.errors import FilterError
+from rocketmq_emu.broker.message import (
+    BORNHOST_V6_FLAG,
+    STOREHOSTADDRESS_V6_FLAG,
+    string_to_properties,
+)
+from rocketmq_emu.broker.remoting.codes import ResponseCode
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +34,9 @@ RecordFilter = Callable[[bytes], bool]
 
 
 def compile_sql92(expression: str) -> Any:
-    """:func:`broker.filter.parser.compile_sql92`, importing the parser (and ``lark``) only
+    """:func:`rocketmq_emu.broker.filter.parser.compile_sql92`, importing the parser (and ``lark``) only
     when a SQL92 expression first has to be compiled."""
-    from broker.filter.parser import compile_sql92 as compile_
+    from rocketmq_emu.broker.filter.parser import compile_sql92 as compile_
 
     return compile_(expression)
 

@@ -49,8 +49,8 @@ from lark.exceptions import (
     VisitError,
 )
 
-from broker.filter.errors import FilterError  # noqa: F401 - re-exported
-from broker.filter.expression import (
+from rocketmq_emu.broker.filter.errors import FilterError  # noqa: F401 - re-exported
+from rocketmq_emu.broker.filter.expression import (
     DOUBLE_MAX,
     DOUBLE_MIN,
     LONG_MAX,

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 
 from construct import Int32sb, Int64sb, Struct
 
-from broker import _native
-from broker.message import java_string_hash
+from rocketmq_emu.broker import _native
+from rocketmq_emu.broker.message import java_string_hash
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ _entry_pack = ENTRY_STRUCT.pack_into
 _header_pack = HEADER_STRUCT.pack_into
 _slot_pack = SLOT_STRUCT.pack_into
 _slot_unpack = SLOT_STRUCT.unpack_from
-#: The C entry writer (``broker._native._store.index_put_entries``) or None: the Python loop.
+#: The C entry writer (``rocketmq_emu.broker._native._store.index_put_entries``) or None: the Python loop.
 #: Replaceable (the tests write the same entries both ways).
 NATIVE = _native.store
 #: Entry columns the C writer reads directly: lists of ints, or the arrays
@@ -92,7 +92,7 @@ def index_file_size(hash_slot_num: int, index_num: int) -> int:
     return INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
 
 
-#: Kept for callers of the old name: :func:`broker.message.java_string_hash` is the fast one.
+#: Kept for callers of the old name: :func:`rocketmq_emu.broker.message.java_string_hash` is the fast one.
 _java_hash = java_string_hash
 
 

@@ -6,7 +6,7 @@ message is indexed under ``topic#UNIQ_KEY`` and ``topic#<each KEYS token>``; a f
 new one whose header starts at the old one's end; queries walk files newest first and return
 commitlog offsets newest first.
 
-Recovery differs (see :mod:`broker.index.index_file`): instead of deleting files written after the
+Recovery differs (see :mod:`rocketmq_emu.broker.index.index_file`): instead of deleting files written after the
 checkpoint, :meth:`IndexService.truncate` drops entries at or beyond the commitlog's valid end, and
 :meth:`IndexService.put` skips messages at or below the last indexed offset, so the store's
 re-dispatch after recovery is idempotent. A key repeated within one message is indexed once.
@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from broker.index.index_file import (
+from rocketmq_emu.broker.index.index_file import (
     DEFAULT_HASH_SLOT_NUM,
     DEFAULT_INDEX_NUM,
     IndexFile,
@@ -29,7 +29,7 @@ from broker.index.index_file import (
     index_key_hash,
     key_hash_from_java_hash,
 )
-from broker.message import (
+from rocketmq_emu.broker.message import (
     KEY_SEPARATOR,
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,

@@ -22,15 +22,15 @@ import shutil
 from collections.abc import Callable
 from typing import Any
 
-from broker import jsonutil
-from broker.configs.subscription import SubscriptionGroupConfig
-from broker.configs.topics import TopicConfig
-from broker.processors.client_manage import BodyError, parse_json_body
-from broker.processors.common import is_system_topic, validate_topic
-from broker.processors.context import BrokerContext
-from broker.remoting.codes import CURRENT_VERSION, RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.headers import (
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.configs.subscription import SubscriptionGroupConfig
+from rocketmq_emu.broker.configs.topics import TopicConfig
+from rocketmq_emu.broker.processors.client_manage import BodyError, parse_json_body
+from rocketmq_emu.broker.processors.common import is_system_topic, validate_topic
+from rocketmq_emu.broker.processors.context import BrokerContext
+from rocketmq_emu.broker.remoting.codes import CURRENT_VERSION, RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.headers import (
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
@@ -144,7 +144,7 @@ class AdminBrokerProcessor:
         config = self.ctx.config
         lines = []
         if dataclasses.is_dataclass(config):
-            from broker.config import java_key
+            from rocketmq_emu.broker.config import java_key
 
             for f in dataclasses.fields(config):
                 value = getattr(config, f.name)
@@ -163,8 +163,8 @@ class AdminBrokerProcessor:
         Values are parsed like ``broker.conf``; settings read only at start (ports, paths)
         change in the config object but take effect at the next start, as in RocketMQ.
         """
-        from broker.config import ConfigError, config_from_properties
-        from broker.properties import load_properties
+        from rocketmq_emu.broker.config import ConfigError, config_from_properties
+        from rocketmq_emu.broker.properties import load_properties
 
         try:
             props = load_properties(cmd.body.decode("utf-8"))

@@ -1,16 +1,16 @@
 """Admin requests the broker relays to one consumer (``AdminBrokerProcessor.callConsumer`` /
 ``Broker2Client.callClient``, 4.9.8): GET_CONSUMER_RUNNING_INFO (307) and
-CONSUME_MESSAGE_DIRECTLY (309). Offset reset (222) lives in :mod:`broker.processors.reset_offset`."""
+CONSUME_MESSAGE_DIRECTLY (309). Offset reset (222) lives in :mod:`rocketmq_emu.broker.processors.reset_offset`."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from broker.message import decode_offset_msg_id
-from broker.processors.context import BrokerContext
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.message import decode_offset_msg_id
+from rocketmq_emu.broker.processors.context import BrokerContext
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
 
 log = logging.getLogger(__name__)
 

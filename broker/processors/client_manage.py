@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from broker import jsonutil
-from broker.client_manager import (
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.client_manager import (
     CONSUME_FROM_WHERE,
     CONSUME_TYPES,
     MESSAGE_MODELS,
@@ -22,13 +22,13 @@ from broker.client_manager import (
     mq_from_json,
     mq_to_json,
 )
-from broker.filter.message_filter import check_client_config
-from broker.processors.common import PERM_READ, PERM_WRITE
-from broker.processors.context import BrokerContext
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.headers import UnregisterClientRequestHeader
-from broker.schedule.retry import retry_topic
+from rocketmq_emu.broker.filter.message_filter import check_client_config
+from rocketmq_emu.broker.processors.common import PERM_READ, PERM_WRITE
+from rocketmq_emu.broker.processors.context import BrokerContext
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.headers import UnregisterClientRequestHeader
+from rocketmq_emu.broker.schedule.retry import retry_topic
 
 log = logging.getLogger(__name__)
 

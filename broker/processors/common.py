@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from broker.message import (
+from rocketmq_emu.broker.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     RMQ_SYS_SCHEDULE_TOPIC,
     RMQ_SYS_TRANS_HALF_TOPIC,
     RMQ_SYS_TRANS_OP_HALF_TOPIC,
 )
-from broker.remoting.codes import ResponseCode
+from rocketmq_emu.broker.remoting.codes import ResponseCode
 
 #: ``TopicValidator.TOPIC_MAX_LENGTH``.
 TOPIC_MAX_LENGTH = 127

@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from broker import jsonutil
-from broker.processors.context import BrokerContext
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.headers import (
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.processors.context import BrokerContext
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.headers import (
     GetConsumerListByGroupRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
     GetMaxOffsetRequestHeader,

@@ -11,10 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.client_manager import ConsumerManager, ProducerManager, RebalanceLockManager
-from broker.remoting.codes import RequestCode
-from broker.remoting.command import RemotingCommand
-from broker.schedule.delay_levels import DelayLevels
+from rocketmq_emu.broker.client_manager import (
+    ConsumerManager,
+    ProducerManager,
+    RebalanceLockManager,
+)
+from rocketmq_emu.broker.remoting.codes import RequestCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.schedule.delay_levels import DelayLevels
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +49,8 @@ class BrokerStats:
 class BrokerContext:
     """Shared state of the broker's processors.
 
-    ``config`` is a :class:`broker.config.BrokerConfig` (any object with its snake_case fields
-    works); ``store`` the :class:`broker.store.MessageStore`; ``clock`` an ``IReactorTime``.
+    ``config`` is a :class:`rocketmq_emu.broker.config.BrokerConfig` (any object with its snake_case fields
+    works); ``store`` the :class:`rocketmq_emu.broker.store.MessageStore`; ``clock`` an ``IReactorTime``.
     ``store_host`` is ``(brokerIP1, listenPort)``: written as STOREHOSTADDRESS and encoded in
     every offset msgId. The four config-file managers are taken from the store unless given.
     """

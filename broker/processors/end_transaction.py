@@ -1,5 +1,5 @@
 """END_TRANSACTION (37): ``EndTransactionProcessor`` of Apache RocketMQ 4.9.8, plus the
-transaction check-back service it feeds (:mod:`broker.transaction`).
+transaction check-back service it feeds (:mod:`rocketmq_emu.broker.transaction`).
 
 The Java producer sends END_TRANSACTION oneway: no response goes back then (the protocol layer
 drops it); a request-response END_TRANSACTION gets SUCCESS or SYSTEM_ERROR with RocketMQ's
@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from broker.message import decode_offset_msg_id
-from broker.processors.context import BrokerContext
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.headers import EndTransactionRequestHeader
-from broker.transaction.bridge import TransactionalMessageBridge
-from broker.transaction.check_service import TransactionCheckService
-from broker.transaction.service import TransactionalMessageService
+from rocketmq_emu.broker.message import decode_offset_msg_id
+from rocketmq_emu.broker.processors.context import BrokerContext
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.headers import EndTransactionRequestHeader
+from rocketmq_emu.broker.transaction.bridge import TransactionalMessageBridge
+from rocketmq_emu.broker.transaction.check_service import TransactionCheckService
+from rocketmq_emu.broker.transaction.service import TransactionalMessageService
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 Checks (broker/topic readable, queue id, subscription group), the subscription (from the request
 when sysFlag bit 0x4 is set, else from the group's heartbeat), the store read with tags-code
 filtering, the status → response-code table of protocol.md §3.2, the commit offset carried in
-the pull (bit 0x1, first pass only) and long polling (bit 0x2, :mod:`broker.longpoll`).
+the pull (bit 0x1, first pass only) and long polling (bit 0x2, :mod:`rocketmq_emu.broker.longpoll`).
 The response body is the concatenation of the raw commitlog records. A PULL_OFFSET_MOVED answer
 also stores an ``OffsetMovedEvent`` on the ``OFFSET_MOVED_EVENT`` system topic, as a master does.
 """
@@ -13,15 +13,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from broker import jsonutil
-from broker.client_manager import SUB_ALL, SubscriptionData
-from broker.commitlog.record import MessageRecord
-from broker.filter.message_filter import pull_filter
-from broker.processors.common import PERM_READ, status_name
-from broker.processors.context import BrokerContext
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.headers import PullMessageRequestHeader
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.client_manager import SUB_ALL, SubscriptionData
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.filter.message_filter import pull_filter
+from rocketmq_emu.broker.processors.common import PERM_READ, status_name
+from rocketmq_emu.broker.processors.context import BrokerContext
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.headers import PullMessageRequestHeader
 
 log = logging.getLogger(__name__)
 

@@ -14,19 +14,19 @@ from typing import Any
 
 from twisted.internet import defer
 
-from broker.commitlog.record import MessageRecord
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.message import (
     PROPERTY_MESSAGE_REPLY_TO_CLIENT,
     PROPERTY_PUSH_REPLY_TIME,
     properties_to_string,
     string_to_properties,
 )
-from broker.processors.common import put_status_response, status_name
-from broker.processors.context import BrokerContext
-from broker.processors.send import SendMessageProcessor
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.headers import SendMessageRequestHeader
+from rocketmq_emu.broker.processors.common import put_status_response, status_name
+from rocketmq_emu.broker.processors.context import BrokerContext
+from rocketmq_emu.broker.processors.send import SendMessageProcessor
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.headers import SendMessageRequestHeader
 
 log = logging.getLogger(__name__)
 

@@ -25,11 +25,11 @@ from typing import Any
 
 from twisted.internet import defer
 
-from broker import jsonutil
-from broker.processors.context import BrokerContext
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.headers import ResetOffsetRequestHeader
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.processors.context import BrokerContext
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.headers import ResetOffsetRequestHeader
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ Mirrors ``SendMessageProcessor`` / ``AbstractSendMessageProcessor`` of Apache Ro
 checks (topic name, forbidden topics, auto-creation from ``TBW102``, queue id), the stored record
 (bornHost = the TCP peer, storeHost = brokerIP1:listenPort, ``CLUSTER`` added, ``WAIT``
 stripped), ``%RETRY%`` → ``%DLQ%`` redirection, DELAY → ``SCHEDULE_TOPIC_XXXX`` and timer
-messages → ``rmq_sys_wheel_timer`` (via :mod:`broker.schedule`), and the response (offset msgId,
+messages → ``rmq_sys_wheel_timer`` (via :mod:`rocketmq_emu.broker.schedule`), and the response (offset msgId,
 queueId, queueOffset, ``MSG_REGION``, ``TRACE_ON``) once the flush policy is met.
 
 Header booleans are read with Java's ``Boolean.parseBoolean``: a C++ client's ``batch="1"`` (code
@@ -18,9 +18,9 @@ import logging
 import random
 from typing import Any
 
-from broker.commitlog.record import MessageRecord
-from broker.commitlog.results import PutMessageStatus
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.commitlog.results import PutMessageStatus
+from rocketmq_emu.broker.message import (
     PROPERTY_CLUSTER,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
@@ -34,8 +34,8 @@ from broker.message import (
     properties_to_string,
     string_to_properties,
 )
-from broker.processors.batch_codec import BatchFormatError, decode_batch
-from broker.processors.common import (
+from rocketmq_emu.broker.processors.batch_codec import BatchFormatError, decode_batch
+from rocketmq_emu.broker.processors.common import (
     NOT_ALLOWED_SEND_TOPICS,
     PERM_READ,
     PERM_WRITE,
@@ -44,22 +44,22 @@ from broker.processors.common import (
     topic_config_str,
     validate_topic,
 )
-from broker.processors.context import BrokerContext
-from broker.processors.send_plain import (
+from rocketmq_emu.broker.processors.context import BrokerContext
+from rocketmq_emu.broker.processors.send_plain import (
     MULTI_TAG,
     MULTI_TAGS_FLAG,
     SCHEDULE_KEYS,
     plain_v2_record,
 )
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.headers import (
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.headers import (
     ConsumerSendMsgBackRequestHeader,
     SendMessageRequestHeader,
 )
-from broker.schedule.delay_level_service import transform_delay_message
-from broker.schedule.retry import build_send_back_record, dlq_topic, retry_topic
-from broker.schedule.timer_message import TimerMessageError, transform_timer_message
+from rocketmq_emu.broker.schedule.delay_level_service import transform_delay_message
+from rocketmq_emu.broker.schedule.retry import build_send_back_record, dlq_topic, retry_topic
+from rocketmq_emu.broker.schedule.timer_message import TimerMessageError, transform_timer_message
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class SendMessageProcessor:
     def fused_handlers(self) -> dict[int, tuple[Any, Any]]:
         """Request code → (fused handler, the handler it stands in for), for
         ``RequestDispatcher.register_fused``: the everyday 310 from frame to response bytes."""
-        from broker.processors.send_fast import FusedSendV2
+        from rocketmq_emu.broker.processors.send_fast import FusedSendV2
 
         if self.handlers().get(RequestCode.SEND_MESSAGE_V2) != self.process_send:
             return {}  # a subclass serving other codes (ReplyMessageProcessor)

@@ -11,7 +11,7 @@ transaction or schedule property) and answers from a bytes template holding the 
 oneway or other flags, a ``clientID`` field, non-string values, SYNC_FLUSH...) returns None
 before any side effect and the general path handles the request.
 
-When the C accelerator ``broker._native._send`` is built, :attr:`FusedSendV2.native` is its
+When the C accelerator ``rocketmq_emu.broker._native._send`` is built, :attr:`FusedSendV2.native` is its
 ``Sender``: the protocol hands it whole reads and it does all of the above in C (frame cutting,
 JSON header, these checks, the record, the response), calling the same Python objects
 (``select_topic_config``, ``put_message``, ``MessageRecord``, this template); where the store's
@@ -29,20 +29,20 @@ from typing import Any
 
 import orjson
 
-from broker import _native
-from broker.commitlog.record import MessageRecord
-from broker.commitlog.results import PutMessageStatus
-from broker.message import (
+from rocketmq_emu.broker import _native
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.commitlog.results import PutMessageStatus
+from rocketmq_emu.broker.message import (
     PROPERTY_CLUSTER,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_WAIT_STORE_MSG_OK,
     RETRY_GROUP_TOPIC_PREFIX,
     pack_host,
 )
-from broker.processors.common import NOT_ALLOWED_SEND_TOPICS
-from broker.processors.send_plain import MULTI_TAG, SCHEDULE_KEYS, plain_v2_record
-from broker.remoting.codes import CURRENT_VERSION, FLAG_RESPONSE, SERIALIZE_JSON
-from broker.remoting.command import decode_json_obj
+from rocketmq_emu.broker.processors.common import NOT_ALLOWED_SEND_TOPICS
+from rocketmq_emu.broker.processors.send_plain import MULTI_TAG, SCHEDULE_KEYS, plain_v2_record
+from rocketmq_emu.broker.remoting.codes import CURRENT_VERSION, FLAG_RESPONSE, SERIALIZE_JSON
+from rocketmq_emu.broker.remoting.command import decode_json_obj
 
 _PREFIX = struct.Struct(">iI")
 _PUT_OK = PutMessageStatus.PUT_OK

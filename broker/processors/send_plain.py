@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.commitlog.record import MessageRecord
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.message import (
     PROPERTY_CLUSTER,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_WAIT_STORE_MSG_OK,
     RETRY_GROUP_TOPIC_PREFIX,
     string_to_properties,
 )
-from broker.processors.common import NOT_ALLOWED_SEND_TOPICS, PERM_WRITE
+from rocketmq_emu.broker.processors.common import NOT_ALLOWED_SEND_TOPICS, PERM_WRITE
 
 _str = str
 MULTI_TAG = "MULTI_TAG"

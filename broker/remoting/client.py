@@ -12,9 +12,9 @@ from typing import Any
 from twisted.internet import defer
 from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint, connectProtocol
 
-from broker.message import is_ipv6, split_addr
-from broker.remoting.command import RemotingCommand
-from broker.remoting.protocol import (
+from rocketmq_emu.broker.message import is_ipv6, split_addr
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.protocol import (
     DEFAULT_MAX_LENGTH,
     RemotingConnectionError,
     RemotingProtocol,

@@ -32,8 +32,8 @@ from construct import (
     Struct,
 )
 
-from broker import jsonutil
-from broker.remoting.codes import (
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.remoting.codes import (
     CURRENT_VERSION,
     FLAG_ONEWAY,
     FLAG_RESPONSE,

@@ -17,8 +17,8 @@ from twisted.internet import defer
 from twisted.internet.interfaces import IReactorTime
 from twisted.python.failure import Failure
 
-from broker.remoting.codes import SERIALIZE_JSON, ResponseCode
-from broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.codes import SERIALIZE_JSON, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
 
 log = logging.getLogger(__name__)
 

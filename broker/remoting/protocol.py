@@ -23,8 +23,13 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
 
-from broker.remoting.codes import FLAG_ONEWAY, FLAG_RESPONSE, SERIALIZE_JSON, ResponseCode
-from broker.remoting.command import (
+from rocketmq_emu.broker.remoting.codes import (
+    FLAG_ONEWAY,
+    FLAG_RESPONSE,
+    SERIALIZE_JSON,
+    ResponseCode,
+)
+from rocketmq_emu.broker.remoting.command import (
     RemotingCommand,
     RemotingCommandError,
     decode_frame,
@@ -33,7 +38,7 @@ from broker.remoting.command import (
 )
 
 # Re-exported: the dispatcher lives in its own module but is part of this module's API.
-from broker.remoting.dispatcher import (  # noqa: F401
+from rocketmq_emu.broker.remoting.dispatcher import (  # noqa: F401
     DROP,
     Handler,
     Interceptor,

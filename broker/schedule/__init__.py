@@ -2,7 +2,7 @@
 
 API for the broker (send processor, CONSUMER_SEND_MSG_BACK processor, controller)::
 
-    from broker.schedule import ScheduleConfig, ScheduleServices, TimerMessageError
+    from rocketmq_emu.broker.schedule import ScheduleConfig, ScheduleServices, TimerMessageError
 
     services = ScheduleServices(store, reactor, ScheduleConfig(store_path_root_dir=root))
     services.load()      # after store.load(): recover schedule_log, cursors
@@ -41,19 +41,19 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.commitlog.record import MessageRecord
-from broker.message import RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
-from broker.schedule.delay_level_service import (
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.message import RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
+from rocketmq_emu.broker.schedule.delay_level_service import (
     DelayLevelService,
     schedule_tags_code,
     transform_delay_message,
 )
-from broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
-from broker.schedule.hash_wheel import now_ms
-from broker.schedule.offsets import delay_offset_table
-from broker.schedule.retry import SendBack, build_send_back_record
-from broker.schedule.timer_message import TimerMessageError, transform_timer_message
-from broker.schedule.timer_service import TimerConfig, TimerService
+from rocketmq_emu.broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
+from rocketmq_emu.broker.schedule.hash_wheel import now_ms
+from rocketmq_emu.broker.schedule.offsets import delay_offset_table
+from rocketmq_emu.broker.schedule.retry import SendBack, build_send_back_record
+from rocketmq_emu.broker.schedule.timer_message import TimerMessageError, transform_timer_message
+from rocketmq_emu.broker.schedule.timer_service import TimerConfig, TimerService
 
 __all__ = [
     "ScheduleConfig",
@@ -138,6 +138,6 @@ class ScheduleServices:
     def send_back(self, original: MessageRecord, group: str, delay_level: int = 0,
                   max_reconsume_times: int | None = None, request_version: int = 0,
                   **kwargs: Any) -> SendBack:
-        """The record CONSUMER_SEND_MSG_BACK stores (see :mod:`broker.schedule.retry`)."""
+        """The record CONSUMER_SEND_MSG_BACK stores (see :mod:`rocketmq_emu.broker.schedule.retry`)."""
         return build_send_back_record(original, group, delay_level, max_reconsume_times,
                                       request_version, **kwargs)

@@ -24,8 +24,8 @@ from typing import Any
 
 from twisted.internet.task import LoopingCall
 
-from broker.commitlog.record import MessageRecord
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
@@ -39,9 +39,9 @@ from broker.message import (
     properties_to_string,
     transaction_type,
 )
-from broker.schedule.delay_levels import DelayLevels
-from broker.schedule.hash_wheel import now_ms
-from broker.schedule.offsets import DelayOffsetTable
+from rocketmq_emu.broker.schedule.delay_levels import DelayLevels
+from rocketmq_emu.broker.schedule.hash_wheel import now_ms
+from rocketmq_emu.broker.schedule.offsets import DelayOffsetTable
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ import struct
 import construct as cs
 import crc32c
 
-from broker.schedule.segment_file import SegmentFile
+from rocketmq_emu.broker.schedule.segment_file import SegmentFile
 
 log = logging.getLogger(__name__)
 

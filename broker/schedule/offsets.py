@@ -1,6 +1,6 @@
 """Delay-level offsets (``config/delayOffset.json``) behind one small interface.
 
-The file belongs to :class:`broker.configs.offsets.DelayOffsetManager`
+The file belongs to :class:`rocketmq_emu.broker.configs.offsets.DelayOffsetManager`
 (``{"offsetTable":{level:offset}}``, level -> next consume-queue offset of
 ``SCHEDULE_TOPIC_XXXX`` queue level-1). The store facade exposes it as ``store.delay_offsets``;
 :func:`delay_offset_table` adapts it, or opens the same file itself when the store has none.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from broker.configs.offsets import DelayOffsetManager
+from rocketmq_emu.broker.configs.offsets import DelayOffsetManager
 
 
 class DelayOffsetTable(Protocol):

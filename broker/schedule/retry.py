@@ -4,7 +4,7 @@ Mirrors ``SendMessageProcessor.asyncConsumerSendMsgBack`` (4.9.x) /
 ``AbstractSendMessageProcessor`` (5.x): the processor loads the consumed message by its
 commitlog offset, calls :func:`build_send_back_record`, and puts the returned record through
 the normal send path (so its ``DELAY`` level routes it via ``SCHEDULE_TOPIC_XXXX`` to
-``%RETRY%{group}``; see :func:`broker.schedule.delay_level_service.transform_delay_message`).
+``%RETRY%{group}``; see :func:`rocketmq_emu.broker.schedule.delay_level_service.transform_delay_message`).
 
 Retry delays with the default level table: attempt 1 uses level 3 (10 s), attempt 2 level 4
 (30 s) ... attempt 16 level 18 (2 h); the 17th failure goes to ``%DLQ%{group}`` queue 0.
@@ -15,8 +15,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from broker.commitlog.record import MessageRecord
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.message import (
     DLQ_GROUP_TOPIC_PREFIX,
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_ORIGIN_MESSAGE_ID,

@@ -26,9 +26,9 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from broker.schedule.dispatch_log import DispatchLog
-from broker.schedule.hash_wheel import HashedWheel, now_ms
-from broker.schedule.schedule_log import ScheduleEntry, ScheduleLog
+from rocketmq_emu.broker.schedule.dispatch_log import DispatchLog
+from rocketmq_emu.broker.schedule.hash_wheel import HashedWheel, now_ms
+from rocketmq_emu.broker.schedule.schedule_log import ScheduleEntry, ScheduleLog
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ removed from the map, so the stored string keeps them and TIMER_OUT_MS (as R5 le
 
 from __future__ import annotations
 
-from broker.commitlog.record import MessageRecord
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,

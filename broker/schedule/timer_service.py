@@ -3,7 +3,7 @@
 Flow:
 
 1. The send processor rewrites a timer message to ``rmq_sys_wheel_timer`` queue 0
-   (:func:`broker.schedule.timer_message.transform_timer_message`) and acknowledges it once
+   (:func:`rocketmq_emu.broker.schedule.timer_message.transform_timer_message`) and acknowledges it once
    it is in the commitlog.
 2. The **replayer** follows that queue from a persisted cursor (woken by the store's arrival
    listener) and copies each message, whole, into the schedule_log segment of its due bucket.
@@ -34,15 +34,15 @@ from typing import Any
 
 from twisted.internet.task import LoopingCall
 
-from broker.commitlog.record import RecordError, decode_record
-from broker.message import TIMER_TOPIC
-from broker.schedule.checkpoint import TimerCheckpoint
-from broker.schedule.delay_level_service import put_ok
-from broker.schedule.dispatch_log import DispatchLog
-from broker.schedule.hash_wheel import HashedWheel, now_ms
-from broker.schedule.schedule_log import ScheduleLog
-from broker.schedule.timer_loader import BucketLoader
-from broker.schedule.timer_message import (
+from rocketmq_emu.broker.commitlog.record import RecordError, decode_record
+from rocketmq_emu.broker.message import TIMER_TOPIC
+from rocketmq_emu.broker.schedule.checkpoint import TimerCheckpoint
+from rocketmq_emu.broker.schedule.delay_level_service import put_ok
+from rocketmq_emu.broker.schedule.dispatch_log import DispatchLog
+from rocketmq_emu.broker.schedule.hash_wheel import HashedWheel, now_ms
+from rocketmq_emu.broker.schedule.schedule_log import ScheduleLog
+from rocketmq_emu.broker.schedule.timer_loader import BucketLoader
+from rocketmq_emu.broker.schedule.timer_message import (
     DEFAULT_TIMER_MAX_DELAY_SEC,
     convert_timer_message,
     timer_out_ms,

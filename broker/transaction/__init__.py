@@ -1,8 +1,8 @@
 """Transactional messages: half messages, op records, END_TRANSACTION and check-back.
 
-* :mod:`broker.transaction.bridge` — the half / op system queues and the check cursor;
-* :mod:`broker.transaction.service` — END_TRANSACTION outcomes and one check pass (pure logic
+* :mod:`rocketmq_emu.broker.transaction.bridge` — the half / op system queues and the check cursor;
+* :mod:`rocketmq_emu.broker.transaction.service` — END_TRANSACTION outcomes and one check pass (pure logic
   over the store, clock values passed in);
-* :mod:`broker.transaction.check_service` — the periodic check loop and the
+* :mod:`rocketmq_emu.broker.transaction.check_service` — the periodic check loop and the
   CHECK_TRANSACTION_STATE request.
 """

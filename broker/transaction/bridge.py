@@ -3,7 +3,7 @@
 
 * half messages: ``RMQ_SYS_TRANS_HALF_TOPIC`` queue 0 — prepared messages with their real topic
   and queue in ``REAL_TOPIC`` / ``REAL_QID`` (written by the send processor,
-  :func:`broker.processors.send.to_half_message`), and the copies the check service puts back;
+  :func:`rocketmq_emu.broker.processors.send.to_half_message`), and the copies the check service puts back;
 * op records: ``RMQ_SYS_TRANS_OP_HALF_TOPIC`` queue 0 — one per decided half message, tag ``d``
   (``TransactionalMessageUtil.REMOVETAG``), body = the half message's queue offset in decimal.
 
@@ -17,8 +17,8 @@ import logging
 import random
 from typing import Any
 
-from broker.commitlog.record import MessageRecord, decode_record
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import MessageRecord, decode_record
+from rocketmq_emu.broker.message import (
     PROPERTY_TAGS,
     PROPERTY_TRANSACTION_CHECK_TIMES,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
@@ -42,7 +42,7 @@ _BATCH = 32
 
 
 class TransactionalMessageBridge:
-    """Half / op queue access on top of a :class:`broker.store.MessageStore`.
+    """Half / op queue access on top of a :class:`rocketmq_emu.broker.store.MessageStore`.
 
     ``store_host`` is the broker's ``(ip, port)`` (born/store host of op records); ``now_ms``
     a callable giving the injected clock in milliseconds.

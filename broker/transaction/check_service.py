@@ -18,15 +18,15 @@ from typing import Any
 
 from twisted.internet.task import LoopingCall
 
-from broker.commitlog.record import encode_record
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import encode_record
+from rocketmq_emu.broker.message import (
     PROPERTY_PRODUCER_GROUP,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     create_offset_msg_id,
 )
-from broker.remoting.codes import RequestCode
-from broker.remoting.command import RemotingCommand
-from broker.transaction.service import TransactionalMessageService, check_message_view
+from rocketmq_emu.broker.remoting.codes import RequestCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.transaction.service import TransactionalMessageService, check_message_view
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@
 No sockets and no timers: :meth:`TransactionalMessageService.end_transaction` applies an
 END_TRANSACTION, :meth:`TransactionalMessageService.check` runs one pass of the check service and
 returns the half messages whose producer must be asked (``resolveHalfMsg``); the caller
-(:mod:`broker.transaction.check_service`) sends CHECK_TRANSACTION_STATE.
+(:mod:`rocketmq_emu.broker.transaction.check_service`) sends CHECK_TRANSACTION_STATE.
 
 Deliberate difference from 4.9.8: END_TRANSACTION is idempotent. A second commit for a half
 message already decided (same queue offset, or the same ``UNIQ_KEY`` — a check-back copy of a
@@ -19,8 +19,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from broker.commitlog.record import MessageRecord
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.message import (
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
     PROPERTY_PRODUCER_GROUP,
     PROPERTY_REAL_QUEUE_ID,
@@ -34,9 +34,9 @@ from broker.message import (
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from broker.processors.common import put_status_response, status_name
-from broker.remoting.codes import ResponseCode
-from broker.transaction.bridge import REMOVE_TAG, TransactionalMessageBridge
+from rocketmq_emu.broker.processors.common import put_status_response, status_name
+from rocketmq_emu.broker.remoting.codes import ResponseCode
+from rocketmq_emu.broker.transaction.bridge import REMOVE_TAG, TransactionalMessageBridge
 
 log = logging.getLogger(__name__)
 

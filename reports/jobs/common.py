@@ -6,9 +6,9 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from reports.columns import ERROR_COLUMN
-from reports.datasource_commitlog import FORMAT_NAME as COMMITLOG
-from reports.datasource_consumequeue import FORMAT_NAME as CONSUMEQUEUE
+from rocketmq_emu.reports.columns import ERROR_COLUMN
+from rocketmq_emu.reports.datasource_commitlog import FORMAT_NAME as COMMITLOG
+from rocketmq_emu.reports.datasource_consumequeue import FORMAT_NAME as CONSUMEQUEUE
 
 
 def commitlog(spark: SparkSession, store: str, columns: list[str]) -> DataFrame:

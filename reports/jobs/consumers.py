@@ -1,7 +1,7 @@
 """consumers: per group and queue, committed offset vs the queue's max offset (lag).
 
 Committed offsets come from ``config/consumerOffset.json`` (``{"offsetTable": {"topic@group":
-{queueId: offset}}}``, read with :func:`broker.jsonutil.loads`, which accepts fastjson's
+{queueId: offset}}}``, read with :func:`rocketmq_emu.broker.jsonutil.loads`, which accepts fastjson's
 unquoted int keys). Min/max offsets come from the consume queues: max offset = last written
 unit's queue offset + 1, as ``ConsumeQueue.getMaxOffsetInQueue``. For each topic a group has
 committed on, every queue of the topic is listed; lag = maxOffset - committedOffset (a queue
@@ -16,10 +16,10 @@ import pandas as pd
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from broker import jsonutil
-from reports import charts
-from reports.jobs.common import consume_queues, to_pandas
-from reports.report import Chart, Progress, Report
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.reports import charts
+from rocketmq_emu.reports.jobs.common import consume_queues, to_pandas
+from rocketmq_emu.reports.report import Chart, Progress, Report
 
 NAME = "consumers"
 STAGES = 4

@@ -14,11 +14,17 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from broker.message import RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
-from broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
-from reports import charts
-from reports.jobs.common import commitlog, error_notes, split_errors, store_ms, to_pandas
-from reports.report import Chart, Progress, Report
+from rocketmq_emu.broker.message import RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
+from rocketmq_emu.broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
+from rocketmq_emu.reports import charts
+from rocketmq_emu.reports.jobs.common import (
+    commitlog,
+    error_notes,
+    split_errors,
+    store_ms,
+    to_pandas,
+)
+from rocketmq_emu.reports.report import Chart, Progress, Report
 
 NAME = "delays"
 STAGES = 5

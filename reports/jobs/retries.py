@@ -12,16 +12,16 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from broker.message import (
+from rocketmq_emu.broker.message import (
     DLQ_GROUP_TOPIC_PREFIX,
     PROPERTY_ORIGIN_MESSAGE_ID,
     RETRY_GROUP_TOPIC_PREFIX,
     RMQ_SYS_SCHEDULE_TOPIC,
 )
-from reports import charts
-from reports.columns import ERROR_COLUMN
-from reports.jobs.common import commitlog, error_notes, split_errors, to_pandas
-from reports.report import Chart, Progress, Report
+from rocketmq_emu.reports import charts
+from rocketmq_emu.reports.columns import ERROR_COLUMN
+from rocketmq_emu.reports.jobs.common import commitlog, error_notes, split_errors, to_pandas
+from rocketmq_emu.reports.report import Chart, Progress, Report
 
 NAME = "retries"
 STAGES = 4

@@ -12,9 +12,9 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from reports import charts
-from reports.jobs.common import commitlog, error_notes, split_errors, to_pandas
-from reports.report import Chart, Progress, Report
+from rocketmq_emu.reports import charts
+from rocketmq_emu.reports.jobs.common import commitlog, error_notes, split_errors, to_pandas
+from rocketmq_emu.reports.report import Chart, Progress, Report
 
 NAME = "traffic"
 STAGES = 6

@@ -8,9 +8,9 @@ from typing import Any
 import pytest_twisted
 from twisted.internet import defer, reactor
 
-from broker.config import BrokerConfig
-from broker.controller import BrokerController
-from namesrv.server import NameServer
+from rocketmq_emu.broker.config import BrokerConfig
+from rocketmq_emu.broker.controller import BrokerController
+from rocketmq_emu.namesrv.server import NameServer
 
 
 def start_cluster(tmp_path: Any, **overrides: Any) -> tuple[NameServer, BrokerController]:
@@ -35,8 +35,8 @@ def stop_cluster(namesrv: NameServer, broker: BrokerController) -> None:
 async def send_bodies(namesrv_addr: str, topic: str, bodies: list[bytes], *,
                       group: str = "loopback-p", keys: str | None = None) -> list[Any]:
     """Send one message per body with a short-lived producer; the SendResults in order."""
-    from client.message import Message
-    from client.producer import Producer
+    from rocketmq_emu.client.message import Message
+    from rocketmq_emu.client.producer import Producer
 
     producer = Producer(group, namesrv_addr, reactor=reactor)
     await producer.start()
@@ -67,7 +67,7 @@ async def wait_for(predicate: Any, timeout: float = 10.0, step: float = 0.05,
 async def create_topic(namesrv_addr: str, topic: str, queues: int = 4) -> None:
     """UPDATE_AND_CREATE_TOPIC on every master (the admin client), then let the broker
     re-register so the name server routes it."""
-    from client.admin import Admin
+    from rocketmq_emu.client.admin import Admin
 
     admin = Admin(namesrv_addr, reactor=reactor)
     try:

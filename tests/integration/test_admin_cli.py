@@ -10,9 +10,9 @@ import pytest_twisted
 from issue7_support import create_topic, send_bodies, wait_for
 from twisted.internet import reactor, utils
 
-from client.admin_cli import build_parser, execute
-from client.admin_output import format_table, parse_timestamp
-from client.push_consumer import PushConsumer
+from rocketmq_emu.client.admin_cli import build_parser, execute
+from rocketmq_emu.client.admin_output import format_table, parse_timestamp
+from rocketmq_emu.client.push_consumer import PushConsumer
 
 
 async def admin(namesrv, *argv: str) -> tuple[int, str]:
@@ -155,7 +155,7 @@ async def test_rmq_emu_admin_command_line(cluster):
     """``rmq-emu admin clusterList --json`` as a process prints JSON naming the broker."""
     namesrv, broker = cluster
     out, err, code = await utils.getProcessOutputAndValue(
-        sys.executable, ["-m", "broker.cli", "admin", "clusterList", "-n", namesrv.addr,
+        sys.executable, ["-m", "rocketmq_emu.broker.cli", "admin", "clusterList", "-n", namesrv.addr,
                          "--json"], env=dict(os.environ), path=os.getcwd())
     assert code == 0, err
     assert json.loads(out)[0]["addr"] == broker.addr

@@ -6,9 +6,9 @@ import pytest_twisted
 from issue7_support import create_topic, send_bodies, wait_for
 from twisted.internet import reactor
 
-from client.instance import ClientInstance
-from client.message import MessageQueue
-from client.push_consumer import BROADCASTING, PushConsumer
+from rocketmq_emu.client.instance import ClientInstance
+from rocketmq_emu.client.message import MessageQueue
+from rocketmq_emu.client.push_consumer import BROADCASTING, PushConsumer
 
 
 async def _send(namesrv, topic, bodies):

@@ -8,14 +8,14 @@ import pytest
 import pytest_twisted
 from twisted.internet import reactor
 
-from broker.config import BrokerConfig
-from broker.controller import BrokerController
-from broker.message import properties_to_string
-from broker.remoting.client import RemotingClient
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from client.testing import free_broker_port
-from namesrv.server import NameServer
+from rocketmq_emu.broker.config import BrokerConfig
+from rocketmq_emu.broker.controller import BrokerController
+from rocketmq_emu.broker.message import properties_to_string
+from rocketmq_emu.broker.remoting.client import RemotingClient
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.client.testing import free_broker_port
+from rocketmq_emu.namesrv.server import NameServer
 
 
 @pytest.fixture

@@ -8,16 +8,16 @@ import pytest
 import pytest_twisted
 from twisted.internet import defer, reactor
 
-from broker.commitlog.record import iter_records
-from broker.config import BrokerConfig
-from broker.controller import BrokerController
-from broker.message import properties_to_string
-from broker.processors.batch_codec import BatchMessage, encode_batch
-from broker.remoting.client import RemotingClient
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.protocol import RequestDispatcher
-from namesrv.server import NameServer
+from rocketmq_emu.broker.commitlog.record import iter_records
+from rocketmq_emu.broker.config import BrokerConfig
+from rocketmq_emu.broker.controller import BrokerController
+from rocketmq_emu.broker.message import properties_to_string
+from rocketmq_emu.broker.processors.batch_codec import BatchMessage, encode_batch
+from rocketmq_emu.broker.remoting.client import RemotingClient
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.protocol import RequestDispatcher
+from rocketmq_emu.namesrv.server import NameServer
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from broker import jsonutil
-from broker.message import properties_to_string
-from broker.remoting.codes import RequestCode
-from broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.message import properties_to_string
+from rocketmq_emu.broker.remoting.codes import RequestCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +45,7 @@ class Proc:
         self.log = tmp / f"{name}.log"
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "broker.cli", *args], cwd=ROOT, stdout=out,
+                [sys.executable, "-m", "rocketmq_emu.broker.cli", *args], cwd=ROOT, stdout=out,
                 stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
 
     def output(self) -> str:
@@ -147,7 +147,7 @@ def start_up(tmp: Path, procs: list, *extra: str) -> tuple[Proc, str, str, Path]
 
 def test_help_lists_the_subcommands():
     """``rmq-emu --help`` names up, namesrv and broker."""
-    out = subprocess.run([sys.executable, "-m", "broker.cli", "--help"], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "rocketmq_emu.broker.cli", "--help"], cwd=ROOT,
                          capture_output=True, text=True, timeout=30)
     assert out.returncode == 0
     for word in ("up", "namesrv", "broker"):
@@ -217,7 +217,7 @@ def test_bad_broker_conf_exits_with_a_message(tmp_path):
     """An unusable value stops the start with status 2 and names the key."""
     conf = tmp_path / "broker.conf"
     conf.write_text("listenPort=abc\n")
-    out = subprocess.run([sys.executable, "-m", "broker.cli", "broker", "-c", str(conf)],
+    out = subprocess.run([sys.executable, "-m", "rocketmq_emu.broker.cli", "broker", "-c", str(conf)],
                          cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert out.returncode == 2
     assert "listenPort" in out.stderr and "broker.conf" in out.stderr

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from client.blocking import BlockingLitePullConsumer
-from client.message import Message, MQClientError, decode_messages
-from client.push_consumer import BROADCASTING, ConsumeStatus
-from client.testing import unique, wait_until
+from rocketmq_emu.client.blocking import BlockingLitePullConsumer
+from rocketmq_emu.client.message import Message, MQClientError, decode_messages
+from rocketmq_emu.client.push_consumer import BROADCASTING, ConsumeStatus
+from rocketmq_emu.client.testing import unique, wait_until
 
 
 def make_topic(cluster, queues: int = 4) -> str:
@@ -304,7 +304,7 @@ def test_admin_running_info_and_consume_directly(rocketmq):
 
 def test_pull_consumer_long_polls(rocketmq):
     """A blocking pull on an empty queue is held and answered when a message arrives."""
-    from client.blocking import run_blocking
+    from rocketmq_emu.client.blocking import run_blocking
 
     topic = make_topic(rocketmq, 1)
     puller = rocketmq.pull_consumer()

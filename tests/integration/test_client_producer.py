@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest_twisted
 
-from broker.message import decode_offset_msg_id
-from client.message import Message, MessageQueue, SendStatus
-from client.producer import Producer
-from client.testing import unique
+from rocketmq_emu.broker.message import decode_offset_msg_id
+from rocketmq_emu.client.message import Message, MessageQueue, SendStatus
+from rocketmq_emu.client.producer import Producer
+from rocketmq_emu.client.testing import unique
 
 
 def pull_all(cluster, topic: str, expected: int, expression: str = "*"):

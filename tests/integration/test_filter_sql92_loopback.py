@@ -7,11 +7,11 @@ import pytest_twisted
 from issue7_support import create_topic, sleep, start_cluster, stop_cluster, wait_for
 from twisted.internet import reactor
 
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from client.message import Message, MQClientError
-from client.producer import Producer
-from client.push_consumer import PushConsumer
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.client.message import Message, MQClientError
+from rocketmq_emu.client.producer import Producer
+from rocketmq_emu.client.push_consumer import PushConsumer
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ async def test_pull_with_bad_sql_in_the_request_is_23_not_an_exception(filtering
     """A raw PULL_MESSAGE carrying a bad SQL92 subscription gets 23 and a remark."""
     namesrv, broker = filtering
     await create_topic(namesrv.addr, "SqlRaw", 1)
-    from broker.remoting.client import RemotingClient
+    from rocketmq_emu.broker.remoting.client import RemotingClient
 
     client = RemotingClient(reactor)
     try:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from client.message import Message, SendStatus
-from client.testing import unique
+from rocketmq_emu.client.message import Message, SendStatus
+from rocketmq_emu.client.testing import unique
 
 pytestmark = pytest.mark.rocketmq(brokers=2)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from client.message import Message
-from client.testing import free_broker_port, free_port, unique
+from rocketmq_emu.client.message import Message
+from rocketmq_emu.client.testing import free_broker_port, free_port, unique
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +30,7 @@ def call_in_thread(fn, *args):
     """Run a blocking HTTP call without stalling the reactor the test's clients use."""
     from twisted.internet import threads
 
-    from client.blocking import run_blocking
+    from rocketmq_emu.client.blocking import run_blocking
 
     return run_blocking(threads.deferToThread, fn, *args)
 
@@ -40,7 +40,7 @@ def emulator(tmp_path):
     ns, broker, control = free_port(), free_broker_port(), free_port()
     log = open(tmp_path / "emu.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
-        [sys.executable, "-m", "broker.cli", "up", "--store", str(tmp_path / "store"),
+        [sys.executable, "-m", "rocketmq_emu.broker.cli", "up", "--store", str(tmp_path / "store"),
          "--namesrv-port", str(ns), "--broker-port", str(broker), "--control-port", str(control)],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     try:
@@ -62,7 +62,7 @@ def emulator(tmp_path):
 @pytest.mark.rocketmq  # run outside the reactor greenlet: the test blocks on the clients
 def test_http_clock_advance_delivers_a_two_hour_delay(emulator):
     """A level-18 message sent to `rmq-emu up` arrives once /clock/advance moved 7200 s."""
-    from client.blocking import BlockingProducer, BlockingPullConsumer
+    from rocketmq_emu.client.blocking import BlockingProducer, BlockingPullConsumer
 
     namesrv, base, log = emulator
     topic = unique("T")

@@ -9,9 +9,9 @@ import urllib.request
 
 import pytest
 
-from client.blocking import run_blocking
-from client.message import Message, MQBrokerError
-from client.testing import unique
+from rocketmq_emu.client.blocking import run_blocking
+from rocketmq_emu.client.message import Message, MQBrokerError
+from rocketmq_emu.client.testing import unique
 
 pytestmark = pytest.mark.rocketmq(control_port=0)
 

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from client.message import Message, MQBrokerError, MQClientError, SendStatus
-from client.testing import unique, wait_until
+from rocketmq_emu.client.message import Message, MQBrokerError, MQClientError, SendStatus
+from rocketmq_emu.client.testing import unique, wait_until
 
 
 def ready(cluster, **kw):

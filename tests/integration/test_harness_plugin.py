@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import pytest_twisted
 
-from client.message import Message
-from client.producer import Producer
-from client.testing import unique
+from rocketmq_emu.client.message import Message
+from rocketmq_emu.client.producer import Producer
+from rocketmq_emu.client.testing import unique
 
 
 def test_rocketmq_fixture_is_a_running_cluster(rocketmq):

@@ -13,8 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = textwrap.dedent('''
     import json, time
-    from client.message import Message
-    from client.testing import EmbeddedCluster
+    from rocketmq_emu.client.message import Message
+    from rocketmq_emu.client.testing import EmbeddedCluster
 
     out = {}
     with EmbeddedCluster(clock="manual") as cluster:

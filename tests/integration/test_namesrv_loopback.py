@@ -9,11 +9,11 @@ import pytest
 import pytest_twisted
 from twisted.internet import reactor, task
 
-from broker.remoting.client import RemotingClient
-from broker.remoting.codes import SERIALIZE_ROCKETMQ, RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from namesrv.register_body import encode_register_body
-from namesrv.server import NameServer
+from rocketmq_emu.broker.remoting.client import RemotingClient
+from rocketmq_emu.broker.remoting.codes import SERIALIZE_ROCKETMQ, RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.namesrv.register_body import encode_register_body
+from rocketmq_emu.namesrv.server import NameServer
 
 
 def _topics(**queues):

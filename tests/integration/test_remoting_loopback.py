@@ -9,10 +9,10 @@ import pytest
 import pytest_twisted
 from twisted.internet import defer, protocol, reactor, task
 
-from broker.remoting.client import RemotingClient
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.protocol import (
+from rocketmq_emu.broker.remoting.client import RemotingClient
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.protocol import (
     RemotingConnectionError,
     RemotingServerFactory,
     RemotingTimeoutError,

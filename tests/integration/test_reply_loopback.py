@@ -7,10 +7,10 @@ import pytest_twisted
 from issue7_support import create_topic
 from twisted.internet import defer, reactor
 
-from client.message import Message
-from client.producer import Producer
-from client.push_consumer import PushConsumer
-from client.request_reply import (
+from rocketmq_emu.client.message import Message
+from rocketmq_emu.client.producer import Producer
+from rocketmq_emu.client.push_consumer import PushConsumer
+from rocketmq_emu.client.request_reply import (
     RequestTimeoutError,
     create_reply_message,
     request,

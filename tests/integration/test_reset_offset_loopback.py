@@ -6,11 +6,11 @@ import pytest_twisted
 from issue7_support import create_topic, send_bodies, sleep, wait_for
 from twisted.internet import reactor
 
-from broker.processors.reset_offset import decode_offset_table, loads_lenient, mq_key
-from broker.remoting.client import RemotingClient
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from client.push_consumer import BROADCASTING, PushConsumer
+from rocketmq_emu.broker.processors.reset_offset import decode_offset_table, loads_lenient, mq_key
+from rocketmq_emu.broker.remoting.client import RemotingClient
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.client.push_consumer import BROADCASTING, PushConsumer
 
 
 async def _send(namesrv, topic, bodies):

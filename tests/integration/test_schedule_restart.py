@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from twisted.internet import defer
 
-from client.message import Message
-from client.testing import unique
+from rocketmq_emu.client.message import Message
+from rocketmq_emu.client.testing import unique
 
 
 @pytest.mark.rocketmq(clock="manual")

@@ -15,15 +15,15 @@ import time
 
 from twisted.internet.task import Clock
 
-from broker.commitlog.record import MESSAGE_MAGIC_CODE, decode_record
-from broker.store import GetMessageStatus, MessageStore, MessageStoreConfig
+from rocketmq_emu.broker.commitlog.record import MESSAGE_MAGIC_CODE, decode_record
+from rocketmq_emu.broker.store import GetMessageStatus, MessageStore, MessageStoreConfig
 
 CHILD = textwrap.dedent(
     """
     import sys
     from twisted.internet import reactor
-    from broker.commitlog.record import MessageRecord
-    from broker.store import MessageStore, MessageStoreConfig
+    from rocketmq_emu.broker.commitlog.record import MessageRecord
+    from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig
 
     cfg = MessageStoreConfig(
         store_path_root_dir=sys.argv[1], mapped_file_size_commitlog=64 * 1024,

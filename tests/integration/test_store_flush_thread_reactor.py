@@ -9,8 +9,8 @@ import time
 import pytest_twisted
 from twisted.internet import defer, reactor, task
 
-from broker.commitlog.record import MessageRecord
-from broker.store import MessageStore, MessageStoreConfig, PutMessageStatus
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig, PutMessageStatus
 
 SLOW_S = 0.6
 

@@ -8,12 +8,12 @@ import textwrap
 
 from twisted.internet.task import Clock
 
-from broker.store import MessageStore, MessageStoreConfig
+from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig
 
 HOLDER = textwrap.dedent("""
     import sys
     from twisted.internet.task import Clock
-    from broker.store import MessageStore, MessageStoreConfig
+    from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig
     store = MessageStore(MessageStoreConfig(store_path_root_dir=sys.argv[1],
                                             mapped_file_size_commitlog=4096), Clock())
     assert store.load(), store.load_error

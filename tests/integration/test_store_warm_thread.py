@@ -7,9 +7,9 @@ import threading
 import pytest_twisted
 from twisted.internet import reactor, task
 
-from broker.commitlog import mapped_file as mf_mod
-from broker.commitlog.record import MessageRecord
-from broker.store import MessageStore, MessageStoreConfig
+from rocketmq_emu.broker.commitlog import mapped_file as mf_mod
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig
 
 
 @pytest_twisted.inlineCallbacks

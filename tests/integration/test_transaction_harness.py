@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from client.message import Message
-from client.request_reply import blocking_request, create_reply_message, send_reply
-from client.testing import unique
-from client.transaction import BlockingTransactionProducer, LocalTransactionState
+from rocketmq_emu.client.message import Message
+from rocketmq_emu.client.request_reply import blocking_request, create_reply_message, send_reply
+from rocketmq_emu.client.testing import unique
+from rocketmq_emu.client.transaction import BlockingTransactionProducer, LocalTransactionState
 
 
 @pytest.mark.rocketmq(clock="manual")

@@ -7,10 +7,10 @@ import pytest_twisted
 from issue7_support import start_cluster, stop_cluster, wait_for
 from twisted.internet import reactor
 
-from broker.message import RMQ_SYS_TRANS_HALF_TOPIC
-from client.message import Message
-from client.push_consumer import PushConsumer
-from client.transaction import LocalTransactionState, TransactionProducer
+from rocketmq_emu.broker.message import RMQ_SYS_TRANS_HALF_TOPIC
+from rocketmq_emu.client.message import Message
+from rocketmq_emu.client.push_consumer import PushConsumer
+from rocketmq_emu.client.transaction import LocalTransactionState, TransactionProducer
 
 
 @pytest.fixture

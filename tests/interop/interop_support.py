@@ -146,7 +146,7 @@ def start_emulator(tmp: Path, extra: list[str] | None = None, timeout: float = 3
     log = open(log_path, "wb")  # noqa: SIM115 - kept open for the child's lifetime
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "broker.cli", "up", "--store", str(store),
+        [sys.executable, "-m", "rocketmq_emu.broker.cli", "up", "--store", str(store),
          "--namesrv-port", str(ns_port), "--broker-port", str(broker_port),
          "--host", "127.0.0.1", *extra],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -344,7 +344,7 @@ def unique(prefix: str) -> str:
 def rpc(addr: str, code: int, ext: dict | None = None, body: bytes = b"",
         timeout: float = 5) -> Any:
     """One blocking request/response to ``addr`` over a fresh connection."""
-    from broker.remoting.command import RemotingCommand
+    from rocketmq_emu.broker.remoting.command import RemotingCommand
 
     host, port = addr.rsplit(":", 1)
     frame = RemotingCommand.request(code, ext or {}, body).encode()
@@ -370,7 +370,7 @@ def create_topic(emu: Emulator, topic: str, queues: int = 4, timeout: float = 10
     Needed for clients that, like ali-ons, refuse to send to a topic the name server does not
     know (they never fall back to TBW102 auto-creation).
     """
-    from broker.remoting.codes import RequestCode
+    from rocketmq_emu.broker.remoting.codes import RequestCode
 
     resp = rpc(emu.broker, RequestCode.UPDATE_AND_CREATE_TOPIC, {
         "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues),
@@ -390,7 +390,7 @@ def create_topic(emu: Emulator, topic: str, queues: int = 4, timeout: float = 10
 
 def wait_route(emu: Emulator, topic: str, timeout: float = 10) -> None:
     """Wait until the name server has a route for ``topic`` (broker registration is async)."""
-    from broker.remoting.codes import RequestCode
+    from rocketmq_emu.broker.remoting.codes import RequestCode
 
     deadline = time.monotonic() + timeout
     while rpc(emu.namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}).code != 0:
@@ -402,8 +402,8 @@ def wait_route(emu: Emulator, topic: str, timeout: float = 10) -> None:
 
 def consumer_ids(emu: Emulator, group: str) -> list[str]:
     """GET_CONSUMER_LIST_BY_GROUP on the broker: the client ids it knows for ``group``."""
-    from broker import jsonutil
-    from broker.remoting.codes import RequestCode
+    from rocketmq_emu.broker import jsonutil
+    from rocketmq_emu.broker.remoting.codes import RequestCode
 
     resp = rpc(emu.broker, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
     if resp.code != 0 or not resp.body:

@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 from interop_support import ClientLauncher, start_emulator, stop_emulator, unique
 
-from client.testing import free_port
+from rocketmq_emu.client.testing import free_port
 
 
 def api(base: str, method: str, path: str, body: dict | None = None):

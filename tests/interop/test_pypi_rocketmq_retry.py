@@ -83,7 +83,7 @@ def test_redelivery_keeps_body_keys_and_tags(retry_run):
 
 def test_redelivery_came_through_the_retry_topic(retry_run):
     """The broker stored the retried message on %RETRY%{group} (one message in queue 0)."""
-    from broker.remoting.codes import RequestCode
+    from rocketmq_emu.broker.remoting.codes import RequestCode
 
     _two_deliveries(retry_run)
     resp = rpc(retry_run["emulator"].broker, RequestCode.GET_MAX_OFFSET,

@@ -24,8 +24,8 @@ import zlib
 
 import pytest
 
-from broker.commitlog.record import MessageRecord
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.message import (
     COMPRESSED_FLAG,
     RMQ_SYS_SCHEDULE_TOPIC,
     RMQ_SYS_TRANS_HALF_TOPIC,
@@ -46,7 +46,7 @@ FILE_SIZE = 2048
 @pytest.fixture(scope="session")
 def spark():
     """The run's only SparkSession (local[2]), with both data sources registered."""
-    from reports.session import get_session
+    from rocketmq_emu.reports.session import get_session
 
     session = get_session("local[2]", app_name="rocketmq-emu-tests")
     yield session

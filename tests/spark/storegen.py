@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from twisted.internet.task import Clock
 
-from broker.commitlog.record import MessageRecord
-from broker.store import MessageStore, MessageStoreConfig, PutMessageStatus
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig, PutMessageStatus
 
 
 class BrokerStore:

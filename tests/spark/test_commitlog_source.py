@@ -9,8 +9,8 @@ import struct
 
 import pytest
 
-from broker.commitlog.record import BLANK_MAGIC_CODE
-from broker.message import create_offset_msg_id
+from rocketmq_emu.broker.commitlog.record import BLANK_MAGIC_CODE
+from rocketmq_emu.broker.message import create_offset_msg_id
 
 pytestmark = pytest.mark.spark
 
@@ -109,7 +109,7 @@ def test_store_has_many_files_and_blank_fillers(store):
 
 def test_byte_range_partitions_inside_files_read_each_record_once(spark, store):
     """Splitting every file into 300-byte ranges yields every record exactly once."""
-    from reports.datasource_commitlog import plan_partitions
+    from rocketmq_emu.reports.datasource_commitlog import plan_partitions
 
     files = os.listdir(os.path.join(store.root, "commitlog"))
     assert len(plan_partitions(store.root, 300)) > 3 * len(files)
@@ -121,7 +121,7 @@ def test_byte_range_partitions_inside_files_read_each_record_once(spark, store):
 def test_partitions_are_equal_shares_across_files(store):
     """minPartitions=3 cuts the files end to end into 3 equal partitions covering each file's
     written ranges once, in order, some partition spanning a file boundary."""
-    from reports.datasource_commitlog import plan_partitions, plan_ranges
+    from rocketmq_emu.reports.datasource_commitlog import plan_partitions, plan_ranges
 
     parts = plan_partitions(store.root, 10**9, min_partitions=3)
     assert len(parts) == 3
@@ -140,7 +140,7 @@ def test_partitions_are_equal_shares_across_files(store):
 
 def test_whole_waves_of_partitions(store):
     """The partition count is a multiple of minPartitions, each under maxPartitionBytes."""
-    from reports.datasource_commitlog import plan_partitions
+    from rocketmq_emu.reports.datasource_commitlog import plan_partitions
 
     for min_parts in (1, 2, 5):
         parts = plan_partitions(store.root, 700, min_partitions=min_parts)
@@ -242,7 +242,7 @@ def test_topic_count_equals_the_plain_scan(spark, store):
     import mmap
     from collections import Counter
 
-    from broker.commitlog.record_scan import scan_columns
+    from rocketmq_emu.broker.commitlog.record_scan import scan_columns
 
     plain: Counter = Counter()
     directory = os.path.join(store.root, "commitlog")
@@ -271,7 +271,7 @@ def test_reading_stops_at_the_written_end(spark, store):
 
 def test_consumequeue_source_lists_every_dispatched_unit(spark, store):
     """One row per dispatched message with its queue offset, commitlog offset, size, tags code."""
-    from broker.message import tags_code
+    from rocketmq_emu.broker.message import tags_code
 
     rows = spark.read.format("rocketmq-consumequeue").load(store.root).collect()
     expected = sorted(
@@ -292,7 +292,7 @@ def test_consumequeue_source_lists_every_dispatched_unit(spark, store):
 
 def test_planning_leaves_out_the_zero_tail(store, tmp_path):
     """Ranges past the last file's written end are not planned; a damaged tail keeps them."""
-    from reports.datasource_commitlog import plan_ranges
+    from rocketmq_emu.reports.datasource_commitlog import plan_ranges
 
     last = sorted(os.listdir(os.path.join(store.root, "commitlog")))[-1]
     tail = max(store.records, key=lambda r: r.physical_offset)
@@ -310,7 +310,7 @@ def test_planning_leaves_out_the_zero_tail(store, tmp_path):
 
 def test_planning_sees_a_file_that_changed_since_the_last_query(store, tmp_path):
     """The remembered written end of a file is not reused once the file changed."""
-    from reports.datasource_commitlog import plan_ranges
+    from rocketmq_emu.reports.datasource_commitlog import plan_ranges
 
     root = str(tmp_path / "changing")
     shutil.copytree(store.root, root)
@@ -331,8 +331,8 @@ def test_check_crc_option_reports_a_damaged_body(store, tmp_path):
     """checkCRC=true turns a body that no longer matches BODYCRC into an _error row."""
     import pyarrow as pa
 
-    from reports.columns import commitlog_schema
-    from reports.datasource_commitlog import CommitLogReader
+    from rocketmq_emu.reports.columns import commitlog_schema
+    from rocketmq_emu.reports.datasource_commitlog import CommitLogReader
 
     root = str(tmp_path / "crc")
     shutil.copytree(store.root, root)

@@ -9,7 +9,7 @@ import os
 import pandas as pd
 import pytest
 
-from reports.report import Progress, write_report
+from rocketmq_emu.reports.report import Progress, write_report
 
 pytestmark = pytest.mark.spark
 
@@ -20,7 +20,7 @@ def _quiet(name: str) -> Progress:
 
 @pytest.fixture(scope="module")
 def traffic(spark, store):
-    from reports.jobs import traffic
+    from rocketmq_emu.reports.jobs import traffic
 
     return traffic.run(spark, store.root, _quiet("traffic"))
 
@@ -63,7 +63,7 @@ def test_traffic_top_producers_and_sizes(traffic):
 
 def test_delays_lateness_per_level(spark, store):
     """Level 3: re-puts 100, 1000, 1500 ms late and one pending; timer: 500 ms and one pending."""
-    from reports.jobs import delays
+    from rocketmq_emu.reports.jobs import delays
 
     report = delays.run(spark, store.root, _quiet("delays"))
     by = report.tables["lateness_by_level"].set_index("kind")
@@ -81,7 +81,7 @@ def test_delays_lateness_per_level(spark, store):
 
 def test_consumers_lag_from_offsets_and_consume_queues(spark, store):
     """G1: TopicA lags 4+0+0+3 and %RETRY%G1 1 (total 8); G2: TopicB 5-2 = 3."""
-    from reports.jobs import consumers
+    from rocketmq_emu.reports.jobs import consumers
 
     report = consumers.run(spark, store.root, _quiet("consumers"))
     q = report.tables["lag_by_queue"].set_index(["group", "topic", "queueId"])
@@ -95,7 +95,7 @@ def test_consumers_lag_from_offsets_and_consume_queues(spark, store):
 
 def test_retries_and_dlq_counts(spark, store, tmp_path):
     """G1 retried one TopicA message twice and dead-lettered it; G2 retried one TopicB once."""
-    from reports.jobs import retries
+    from rocketmq_emu.reports.jobs import retries
 
     report = retries.run(spark, store.root, _quiet("retries"))
     t = report.tables["retries_by_group_topic"].set_index(["group", "originalTopic"])
@@ -116,7 +116,7 @@ def test_retries_and_dlq_counts(spark, store, tmp_path):
 
 def test_report_command_writes_every_output(spark, store, tmp_path, capsys):
     """`rmq-emu report consumers` writes Parquet, CSV, PNG and index.html and prints progress."""
-    from reports import cli
+    from rocketmq_emu.reports import cli
 
     parser = argparse.ArgumentParser()
     cli.add_parser(parser.add_subparsers())
@@ -133,7 +133,7 @@ def test_report_command_writes_every_output(spark, store, tmp_path, capsys):
 
 def test_consumer_offsets_accept_fastjson_unquoted_keys(tmp_path):
     """consumerOffset.json as Java's fastjson writes it (bare int keys) is read."""
-    from reports.jobs.consumers import read_offsets
+    from rocketmq_emu.reports.jobs.consumers import read_offsets
 
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "consumerOffset.json").write_text(

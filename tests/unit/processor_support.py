@@ -7,14 +7,14 @@ import json
 
 from twisted.internet import task
 
-from broker.config import BrokerConfig
-from broker.longpoll import PullRequestHoldService
-from broker.message import properties_to_string
-from broker.processors.context import BrokerContext
-from broker.remoting.codes import RequestCode
-from broker.remoting.command import RemotingCommand
-from broker.store import MessageStore
-from broker.store_config import MessageStoreConfig
+from rocketmq_emu.broker.config import BrokerConfig
+from rocketmq_emu.broker.longpoll import PullRequestHoldService
+from rocketmq_emu.broker.message import properties_to_string
+from rocketmq_emu.broker.processors.context import BrokerContext
+from rocketmq_emu.broker.remoting.codes import RequestCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.store import MessageStore
+from rocketmq_emu.broker.store_config import MessageStoreConfig
 
 STORE_HOST = ("10.0.0.5", 10911)
 T0 = 1_700_000_000.0

@@ -9,10 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.commitlog.record import MessageRecord, body_crc, decode_record, encode_record
-from broker.message import RMQ_SYS_SCHEDULE_TOPIC, tags_code
-from broker.schedule.delay_level_service import schedule_tags_code
-from broker.schedule.delay_levels import DelayLevels
+from rocketmq_emu.broker.commitlog.record import (
+    MessageRecord,
+    body_crc,
+    decode_record,
+    encode_record,
+)
+from rocketmq_emu.broker.message import RMQ_SYS_SCHEDULE_TOPIC, tags_code
+from rocketmq_emu.broker.schedule.delay_level_service import schedule_tags_code
+from rocketmq_emu.broker.schedule.delay_levels import DelayLevels
 
 
 @dataclass

@@ -11,11 +11,11 @@ from typing import Any
 from schedule_fake_store import FakeStore
 from twisted.internet.task import Clock
 
-from broker.commitlog.record import MessageRecord
-from broker.schedule import ScheduleConfig, ScheduleServices
-from broker.schedule.timer_service import TimerConfig
-from broker.store import MessageStore, PutMessageResult, PutMessageStatus
-from broker.store_config import MessageStoreConfig
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.schedule import ScheduleConfig, ScheduleServices
+from rocketmq_emu.broker.schedule.timer_service import TimerConfig
+from rocketmq_emu.broker.store import MessageStore, PutMessageResult, PutMessageStatus
+from rocketmq_emu.broker.store_config import MessageStoreConfig
 
 STORE_KINDS = ["fake", "real"]
 

@@ -6,7 +6,7 @@ import pytest
 from twisted.internet import task
 from twisted.internet.interfaces import IReactorTime
 
-from client.clock import ControllableClock
+from rocketmq_emu.client.clock import ControllableClock
 
 
 def make(mode: str = "follow") -> tuple[task.Clock, ControllableClock]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from twisted.internet import task
 
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.protocol import RequestDispatcher
-from client.faults import FaultInjector
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.protocol import RequestDispatcher
+from rocketmq_emu.client.faults import FaultInjector
 
 
 class Conn:

@@ -5,11 +5,17 @@ from __future__ import annotations
 import pytest
 import pytest_twisted
 
-from broker.remoting.command import RemotingCommand
-from broker.remoting.protocol import RemotingTimeoutError
-from client.message import Message, MessageQueue, MQBrokerError, MQClientError, SendStatus
-from client.producer import Producer
-from client.route import TopicPublishInfo
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.protocol import RemotingTimeoutError
+from rocketmq_emu.client.message import (
+    Message,
+    MessageQueue,
+    MQBrokerError,
+    MQClientError,
+    SendStatus,
+)
+from rocketmq_emu.client.producer import Producer
+from rocketmq_emu.client.route import TopicPublishInfo
 
 ADDRS = {"broker-a": "10.0.0.1:10911", "broker-b": "10.0.0.2:10911"}
 

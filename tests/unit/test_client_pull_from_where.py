@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import pytest_twisted
 
-from client import api
-from client.message import MessageQueue
-from client.push_consumer import (
+from rocketmq_emu.client import api
+from rocketmq_emu.client.message import MessageQueue
+from rocketmq_emu.client.push_consumer import (
     BROADCASTING,
     CONSUME_FROM_FIRST_OFFSET,
     CONSUME_FROM_LAST_OFFSET,

@@ -6,9 +6,9 @@ import zlib
 
 import pytest
 
-from broker.commitlog.record import MessageRecord, encode_record
-from broker.message import java_string_hash
-from client.message import (
+from rocketmq_emu.broker.commitlog.record import MessageRecord, encode_record
+from rocketmq_emu.broker.message import java_string_hash
+from rocketmq_emu.client.message import (
     Message,
     MessageError,
     MessageExt,
@@ -21,8 +21,13 @@ from client.message import (
     restore_retry_topic,
     send_result_from_response,
 )
-from client.rebalance import Subscription, allocate_averagely, rebalance_diff
-from client.route import TopicPublishInfo, TopicRouteData, publish_queues, subscribe_queues
+from rocketmq_emu.client.rebalance import Subscription, allocate_averagely, rebalance_diff
+from rocketmq_emu.client.route import (
+    TopicPublishInfo,
+    TopicRouteData,
+    publish_queues,
+    subscribe_queues,
+)
 
 
 def mqs(n: int, topic: str = "T", broker: str = "b") -> list[MessageQueue]:
@@ -179,7 +184,7 @@ def test_package_exports_are_lazy():
 
     code = ("import sys, client, client.pytest_plugin; "
             "assert 'twisted.internet.reactor' not in sys.modules; "
-            "assert 'client.producer' not in sys.modules; "
+            "assert 'rocketmq_emu.client.producer' not in sys.modules; "
             "from client import Producer, EmbeddedCluster, BlockingProducer; print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr

@@ -12,17 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.internet.task import Clock
 
-from broker.commitlog.commitlog import CommitLog, CommitLogError
-from broker.commitlog.encoder import RecordEncoder
-from broker.commitlog.record import (
+from rocketmq_emu.broker.commitlog.commitlog import CommitLog, CommitLogError
+from rocketmq_emu.broker.commitlog.encoder import RecordEncoder
+from rocketmq_emu.broker.commitlog.record import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
     MessageRecord,
     decode_record,
     encode_record,
 )
-from broker.commitlog.results import AppendMessageStatus
-from broker.message import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+from rocketmq_emu.broker.commitlog.results import AppendMessageStatus
+from rocketmq_emu.broker.message import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 
 FILE = 1024
 

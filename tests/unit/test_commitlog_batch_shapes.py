@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.internet.task import Clock
 
-from broker.commitlog.commitlog import CommitLog
-from broker.commitlog.record import MessageRecord, encode_record
+from rocketmq_emu.broker.commitlog.commitlog import CommitLog
+from rocketmq_emu.broker.commitlog.record import MessageRecord, encode_record
 
 
 def _log(path) -> CommitLog:

@@ -7,8 +7,8 @@ import os
 
 from twisted.internet.task import Clock
 
-from broker.commitlog.record import MessageRecord
-from broker.store import GetMessageStatus, MessageStore, MessageStoreConfig
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.store import GetMessageStatus, MessageStore, MessageStoreConfig
 
 
 def _store(root) -> MessageStore:

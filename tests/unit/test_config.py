@@ -6,14 +6,14 @@ import logging
 
 import pytest
 
-from broker.config import (
+from rocketmq_emu.broker.config import (
     BrokerConfig,
     ConfigError,
     camel_to_snake,
     load_broker_conf,
     parse_broker_conf,
 )
-from broker.properties import PropertiesError, load_properties, parse_properties
+from rocketmq_emu.broker.properties import PropertiesError, load_properties, parse_properties
 
 
 def test_defaults_are_rocketmq_defaults():
@@ -75,7 +75,7 @@ def test_explicit_keys_are_reported():
 
 def test_unknown_key_warns_and_is_not_fatal(caplog):
     """An unknown key is logged as a warning naming the key, and loading goes on."""
-    with caplog.at_level(logging.WARNING, logger="broker.config"):
+    with caplog.at_level(logging.WARNING, logger="rocketmq_emu.broker.config"):
         loaded = parse_broker_conf("brokerNmae=typo\nbrokerId=2\n")
     assert loaded.config.broker_id == 2
     assert loaded.unknown == ["brokerNmae"]
@@ -84,7 +84,7 @@ def test_unknown_key_warns_and_is_not_fatal(caplog):
 
 def test_known_unimplemented_key_is_not_warned(caplog):
     """RocketMQ keys the emulator ignores (thread pools, HA) are not reported as unknown."""
-    with caplog.at_level(logging.WARNING, logger="broker.config"):
+    with caplog.at_level(logging.WARNING, logger="rocketmq_emu.broker.config"):
         loaded = parse_broker_conf("sendMessageThreadPoolNums=16\n")
     assert loaded.unknown == []
     assert caplog.text == ""
@@ -93,7 +93,7 @@ def test_known_unimplemented_key_is_not_warned(caplog):
 def test_boolean_is_java_parse_boolean(caplog):
     """Only "true" (any case) is true, as Boolean.parseBoolean; "1" is false and warned about."""
     assert parse_broker_conf("autoCreateTopicEnable=TRUE").config.auto_create_topic_enable
-    with caplog.at_level(logging.WARNING, logger="broker.config"):
+    with caplog.at_level(logging.WARNING, logger="rocketmq_emu.broker.config"):
         cfg = parse_broker_conf("autoCreateTopicEnable=1").config
     assert cfg.auto_create_topic_enable is False
     assert "autoCreateTopicEnable" in caplog.text
@@ -154,7 +154,7 @@ def test_every_field_has_a_java_key_round_trip():
     """Fields without an explicit java_key have a Java key that converts back to their name."""
     import dataclasses
 
-    from broker.config import snake_to_camel
+    from rocketmq_emu.broker.config import snake_to_camel
 
     for f in dataclasses.fields(BrokerConfig):
         if "java_key" not in f.metadata:
@@ -215,7 +215,7 @@ def test_every_store_setting_can_be_set_from_broker_conf():
     the same default, so broker.conf can set it and an empty file changes nothing."""
     import dataclasses
 
-    from broker.store_config import MessageStoreConfig
+    from rocketmq_emu.broker.store_config import MessageStoreConfig
 
     mine = {f.name: f for f in dataclasses.fields(BrokerConfig)}
     for f in dataclasses.fields(MessageStoreConfig):

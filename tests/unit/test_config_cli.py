@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from broker.cli import CliError, build_parser, load_config
+from rocketmq_emu.broker.cli import CliError, build_parser, load_config
 
 
 def test_store_option_beats_broker_conf(tmp_path):

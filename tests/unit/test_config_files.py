@@ -8,7 +8,7 @@ import logging
 import pytest
 from twisted.internet.task import Clock
 
-from broker.config_files import (
+from rocketmq_emu.broker.config_files import (
     PERM_INHERIT,
     PERM_READ,
     PERM_WRITE,
@@ -368,7 +368,7 @@ def test_subscription_round_trip_keeps_settings_and_unknown_fields(tmp_path):
 
 def test_open_config_managers_takes_broker_config_settings(tmp_path):
     """BrokerConfig's names, cluster, auto-create switches and queue count shape the defaults."""
-    from broker.config import BrokerConfig
+    from rocketmq_emu.broker.config import BrokerConfig
 
     bc = BrokerConfig()
     bc.broker_name, bc.broker_cluster_name = "b-7", "C1"

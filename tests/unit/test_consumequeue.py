@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.consumequeue.consume_queue import ConsumeQueue, cq_file_size
-from broker.consumequeue.unit import INTEGER_MAX_VALUE, PRE_BLANK_BYTES, encode_unit
+from rocketmq_emu.broker.consumequeue.consume_queue import ConsumeQueue, cq_file_size
+from rocketmq_emu.broker.consumequeue.unit import INTEGER_MAX_VALUE, PRE_BLANK_BYTES, encode_unit
 
 UNITS_PER_FILE = 5
 FILE_SIZE = UNITS_PER_FILE * 20

@@ -7,10 +7,10 @@ import os
 import pytest
 from twisted.internet.task import Clock
 
-from broker.commitlog.record import MessageRecord, decode_record, encode_record
-from broker.consumequeue.store import ConsumeQueueStore, DispatchRequest, dispatch
-from broker.index.service import IndexService
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import MessageRecord, decode_record, encode_record
+from rocketmq_emu.broker.consumequeue.store import ConsumeQueueStore, DispatchRequest, dispatch
+from rocketmq_emu.broker.index.service import IndexService
+from rocketmq_emu.broker.message import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,

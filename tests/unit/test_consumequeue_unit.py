@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.consumequeue.unit import (
+from rocketmq_emu.broker.consumequeue.unit import (
     CQ_STORE_UNIT_SIZE,
     CQ_UNIT,
     PRE_BLANK_BYTES,
@@ -15,7 +15,7 @@ from broker.consumequeue.unit import (
     is_pre_blank,
     is_valid_unit,
 )
-from broker.message import tags_code
+from rocketmq_emu.broker.message import tags_code
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 INT32 = st.integers(-(2**31), 2**31 - 1)

@@ -6,16 +6,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.commitlog.record import MessageRecord, encode_record
-from broker.filter.expression import EvalError, java_compare
-from broker.filter.message_filter import (
+from rocketmq_emu.broker.commitlog.record import MessageRecord, encode_record
+from rocketmq_emu.broker.filter.expression import EvalError, java_compare
+from rocketmq_emu.broker.filter.message_filter import (
     check_client_config,
     pull_filter,
     record_properties,
     sql92_record_filter,
 )
-from broker.filter.parser import FilterError, compile_sql92, evaluate
-from broker.remoting.codes import ResponseCode
+from rocketmq_emu.broker.filter.parser import FilterError, compile_sql92, evaluate
+from rocketmq_emu.broker.remoting.codes import ResponseCode
 
 
 def ev(expr: str, **props: str):

@@ -17,8 +17,8 @@ import pytest
 from test_transaction import T0, Broker, FakeConn
 from twisted.internet.task import Clock
 
-from broker.commitlog.record import decode_record, iter_records
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import decode_record, iter_records
+from rocketmq_emu.broker.message import (
     RMQ_SYS_TRANS_HALF_TOPIC,
     RMQ_SYS_TRANS_OP_HALF_TOPIC,
     TRANSACTION_COMMIT_TYPE,
@@ -26,14 +26,14 @@ from broker.message import (
     decode_offset_msg_id,
     properties_to_string,
 )
-from broker.processors.pull import PullMessageProcessor
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand, decode
-from client.message import MessageQueue, SendResult, SendStatus
-from client.producer import Producer
-from client.rebalance import Subscription
-from client.sql_filter import check_client_config_body
-from client.transaction import LocalTransactionState, end_transaction_header
+from rocketmq_emu.broker.processors.pull import PullMessageProcessor
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand, decode
+from rocketmq_emu.client.message import MessageQueue, SendResult, SendStatus
+from rocketmq_emu.client.producer import Producer
+from rocketmq_emu.client.rebalance import Subscription
+from rocketmq_emu.client.sql_filter import check_client_config_body
+from rocketmq_emu.client.transaction import LocalTransactionState, end_transaction_header
 
 #: java-4.9.8.txt, connection 127.0.0.1:38992->broker, frame #1: the half message (310).
 JAVA_HALF_SEND = bytes.fromhex(

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from broker.remoting.headers import INT, CommandHeader, header, opt, req
-from broker.remoting.headers.base import realize
+from rocketmq_emu.broker.remoting.headers import INT, CommandHeader, header, opt, req
+from rocketmq_emu.broker.remoting.headers.base import realize
 
 
 def make_header():

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from twisted.internet.task import Clock
 
-from broker.index.index_file import (
+from rocketmq_emu.broker.index.index_file import (
     ENTRY_STRUCT,
     HEADER_STRUCT,
     INDEX_ENTRY,
@@ -20,8 +20,8 @@ from broker.index.index_file import (
     index_file_size,
     index_key_hash,
 )
-from broker.index.service import IndexService, index_file_name, split_keys
-from broker.message import TRANSACTION_ROLLBACK_TYPE
+from rocketmq_emu.broker.index.service import IndexService, index_file_name, split_keys
+from rocketmq_emu.broker.message import TRANSACTION_ROLLBACK_TYPE
 
 T0 = 1_700_000_000_000  # ms
 
@@ -297,7 +297,7 @@ def test_flush_returns_newest_index_timestamp(tmp_path):
 
 def test_create_refuses_existing_file(tmp_path):
     """Creating over an existing file is an error naming it, never a silent overwrite."""
-    from broker.index.index_file import IndexFileError
+    from rocketmq_emu.broker.index.index_file import IndexFileError
 
     (tmp_path / "f").write_bytes(b"x")
     with pytest.raises(IndexFileError, match=str(tmp_path / "f")):
@@ -307,8 +307,8 @@ def test_create_refuses_existing_file(tmp_path):
 @given(st.text(max_size=300))
 def test_fast_key_hash_equals_java_string_hash(text):
     """The index's hash shortcut agrees with String.hashCode for any text."""
-    from broker.index.index_file import _java_hash
-    from broker.message import java_string_hash
+    from rocketmq_emu.broker.index.index_file import _java_hash
+    from rocketmq_emu.broker.message import java_string_hash
 
     assert _java_hash(text) == java_string_hash(text)
 
@@ -316,8 +316,8 @@ def test_fast_key_hash_equals_java_string_hash(text):
 @given(st.text(alphabet=st.characters(max_codepoint=127), min_size=200, max_size=300))
 def test_fast_key_hash_long_ascii(text):
     """Long ASCII keys around the shortcut's length limit hash like String.hashCode."""
-    from broker.index.index_file import _java_hash
-    from broker.message import java_string_hash
+    from rocketmq_emu.broker.index.index_file import _java_hash
+    from rocketmq_emu.broker.message import java_string_hash
 
     assert _java_hash(text) == java_string_hash(text)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.index.service import IndexService
+from rocketmq_emu.broker.index.service import IndexService
 
 T0 = 1_700_000_000_000
 KEY = st.one_of(st.text(alphabet="abcAB é#", max_size=6),

@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.index.index_file import build_key
-from broker.index.service import IndexService, split_keys
+from rocketmq_emu.broker.index.index_file import build_key
+from rocketmq_emu.broker.index.service import IndexService, split_keys
 
 T0 = 1_700_000_000_000
 KEY = st.one_of(st.text(alphabet="abcAB é#", max_size=6),

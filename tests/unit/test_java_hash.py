@@ -6,9 +6,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.index.index_file import build_key, index_key_hash
-from broker.index.service import IndexService
-from broker.message import java_string_hash, java_string_hash_append, java_string_hash_reference
+from rocketmq_emu.broker.index.index_file import build_key, index_key_hash
+from rocketmq_emu.broker.index.service import IndexService
+from rocketmq_emu.broker.message import (
+    java_string_hash,
+    java_string_hash_append,
+    java_string_hash_reference,
+)
 
 # Lone surrogates cannot be encoded (Java would hash them; neither function accepts them).
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=600)

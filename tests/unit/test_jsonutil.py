@@ -1,12 +1,12 @@
-"""broker.jsonutil: fastjson's object-keyed maps written the one way every caller uses."""
+"""rocketmq_emu.broker.jsonutil: fastjson's object-keyed maps written the one way every caller uses."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker import jsonutil
-from broker.processors.reset_offset import decode_mq_map, encode_mq_map, loads_lenient
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.processors.reset_offset import decode_mq_map, encode_mq_map, loads_lenient
 
 mq_keys = st.tuples(st.text(min_size=1, max_size=8), st.text(min_size=1, max_size=8),
                     st.integers(0, 255))

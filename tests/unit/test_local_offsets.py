@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from broker.processors.reset_offset import decode_mq_map, loads_lenient
-from client.local_offsets import LocalFileOffsetStore
-from client.message import MessageQueue
+from rocketmq_emu.broker.processors.reset_offset import decode_mq_map, loads_lenient
+from rocketmq_emu.client.local_offsets import LocalFileOffsetStore
+from rocketmq_emu.client.message import MessageQueue
 
 A0 = MessageQueue("T", "broker-a", 0)
 A1 = MessageQueue("T", "broker-a", 1)

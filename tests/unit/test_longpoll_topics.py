@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from twisted.internet.task import Clock
 
-from broker.longpoll import PullRequestHoldService
-from broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.longpoll import PullRequestHoldService
+from rocketmq_emu.broker.remoting.command import RemotingCommand
 
 
 class Conn:

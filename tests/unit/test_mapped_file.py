@@ -8,9 +8,13 @@ import os
 
 import pytest
 
-from broker.commitlog import mapped_file as mf_mod
-from broker.commitlog.mapped_file import MappedFile, MappedFileError, offset_to_file_name
-from broker.commitlog.mapped_file_queue import MappedFileQueue
+from rocketmq_emu.broker.commitlog import mapped_file as mf_mod
+from rocketmq_emu.broker.commitlog.mapped_file import (
+    MappedFile,
+    MappedFileError,
+    offset_to_file_name,
+)
+from rocketmq_emu.broker.commitlog.mapped_file_queue import MappedFileQueue
 
 SIZE = 4096
 

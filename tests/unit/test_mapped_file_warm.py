@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from broker.commitlog import mapped_file as mf_mod
-from broker.commitlog.mapped_file import MappedFile, offset_to_file_name
-from broker.commitlog.mapped_file_queue import MappedFileQueue
+from rocketmq_emu.broker.commitlog import mapped_file as mf_mod
+from rocketmq_emu.broker.commitlog.mapped_file import MappedFile, offset_to_file_name
+from rocketmq_emu.broker.commitlog.mapped_file_queue import MappedFileQueue
 
 MIB = 1 << 20
 
@@ -90,7 +90,7 @@ def test_queue_warms_its_last_file_only_when_enabled(tmp_path):
 def test_populate_faults_pages_in_without_changing_bytes(tmp_path, monkeypatch, native):
     """MappedFile.populate (C with the GIL released, or mmap.madvise) makes the range resident
     and leaves written bytes as they were."""
-    from broker import _native
+    from rocketmq_emu.broker import _native
 
     if native and _native.store is None:
         pytest.skip("C accelerator not built")
@@ -107,7 +107,7 @@ def test_populate_faults_pages_in_without_changing_bytes(tmp_path, monkeypatch, 
 
 def test_populate_rejects_a_range_outside_the_file(tmp_path):
     """The C populate checks its range against the mapping instead of touching past it."""
-    from broker import _native
+    from rocketmq_emu.broker import _native
 
     if _native.store is None:
         pytest.skip("C accelerator not built")
@@ -136,7 +136,7 @@ def test_warmer_falls_back_to_the_reactor_thread_when_the_thread_fails(tmp_path,
     """A failed populate in the warm thread is logged once; later ticks warm inline."""
     from twisted.internet import defer
 
-    from broker.commitlog.warm import CommitLogWarmer
+    from rocketmq_emu.broker.commitlog.warm import CommitLogWarmer
 
     class FailingThread:
         running = True

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker import jsonutil
-from broker.message import (
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.message import (
     UniqIdGenerator,
     create_offset_msg_id,
     decode_offset_msg_id,

@@ -8,13 +8,13 @@ import zlib
 import pytest
 from twisted.internet.task import Clock
 
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.remoting.protocol import RequestDispatcher
-from namesrv.kvconfig import KVConfigManager
-from namesrv.processor import NamesrvProcessor
-from namesrv.register_body import decode_register_body, encode_register_body
-from namesrv.route_info import RouteInfoManager
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.protocol import RequestDispatcher
+from rocketmq_emu.namesrv.kvconfig import KVConfigManager
+from rocketmq_emu.namesrv.processor import NamesrvProcessor
+from rocketmq_emu.namesrv.register_body import decode_register_body, encode_register_body
+from rocketmq_emu.namesrv.route_info import RouteInfoManager
 
 TOPICS = {
     "TopicTest": {"order": False, "perm": 6, "readQueueNums": 4, "topicFilterType": "SINGLE_TAG",

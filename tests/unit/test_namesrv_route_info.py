@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from twisted.internet.task import Clock
 
-from namesrv.route_info import PERM_READ, PERM_WRITE, QueueData, RouteInfoManager
+from rocketmq_emu.namesrv.route_info import PERM_READ, PERM_WRITE, QueueData, RouteInfoManager
 
 
 def _wrapper(counter=1, **topics):

@@ -14,17 +14,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_send_fused import BASE, Broker, json_frame
 
-import broker.processors.send_fast as send_fast
-from broker import _native
-from broker.commitlog.mapped_file import MappedFileError
-from broker.commitlog.record import MessageRecord, decode_record
-from broker.index.index_file import build_key, index_key_hash
-from broker.message import java_string_hash
-from broker.processors.batch_codec import BatchMessage, encode_batch
+import rocketmq_emu.broker.processors.send_fast as send_fast
+from rocketmq_emu.broker import _native
+from rocketmq_emu.broker.commitlog.mapped_file import MappedFileError
+from rocketmq_emu.broker.commitlog.record import MessageRecord, decode_record
+from rocketmq_emu.broker.index.index_file import build_key, index_key_hash
+from rocketmq_emu.broker.message import java_string_hash
+from rocketmq_emu.broker.processors.batch_codec import BatchMessage, encode_batch
 
 pytestmark = pytest.mark.skipif(
     send_fast.native_send is None or _native.store is None,
-    reason="broker._native._send or broker._native._store not built")
+    reason="rocketmq_emu.broker._native._send or broker._native._store not built")
 
 SOME = settings(max_examples=30, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -370,7 +370,7 @@ def test_store_without_index_gives_identical_outcome(tmp_path, monkeypatch):
     store and answer alike."""
     import processor_support
 
-    from broker.store_config import MessageStoreConfig
+    from rocketmq_emu.broker.store_config import MessageStoreConfig
 
     monkeypatch.setattr(processor_support, "MessageStoreConfig",
                         functools.partial(MessageStoreConfig, message_index_enable=False))

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker import _native
+from rocketmq_emu.broker import _native
 
 pytestmark = pytest.mark.skipif(_native.store is None, reason="C accelerator not built")
 
@@ -47,7 +47,7 @@ def test_a_column_of_another_item_type_is_refused():
 
 def test_gather_returns_arrays():
     """index_gather's columns are array('i'), array('q'), array('q')."""
-    from broker.commitlog.record import MessageRecord
+    from rocketmq_emu.broker.commitlog.record import MessageRecord
 
     rec = MessageRecord(topic="T", properties={"UNIQ_KEY": "U1", "KEYS": "k1"})
     rec.physical_offset, rec.store_timestamp = 100, 5000

@@ -1,4 +1,4 @@
-"""The C SEND_MESSAGE_V2 path (``broker._native._send``) answers the same bytes, stores the
+"""The C SEND_MESSAGE_V2 path (``rocketmq_emu.broker._native._send``) answers the same bytes, stores the
 same records and leaves the connection in the same state as the Python fused path, whatever the
 JSON header looks like, however the frames are split across reads, and steps aside (before any
 side effect) for anything it does not fully understand."""
@@ -16,13 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_send_fused import BASE, Broker, json_frame, plain_frame
 
-import broker.processors.send_fast as send_fast
-from broker.configs.topics import TopicConfig
-from broker.message import properties_to_string
-from broker.remoting.command import RemotingCommand
+import rocketmq_emu.broker.processors.send_fast as send_fast
+from rocketmq_emu.broker.configs.topics import TopicConfig
+from rocketmq_emu.broker.message import properties_to_string
+from rocketmq_emu.broker.remoting.command import RemotingCommand
 
 native = send_fast.native_send
-needs_native = pytest.mark.skipif(native is None, reason="broker._native._send not built")
+needs_native = pytest.mark.skipif(native is None, reason="rocketmq_emu.broker._native._send not built")
 pytestmark = needs_native
 _PREFIX = struct.Struct(">iI")
 SLOW = settings(max_examples=40, deadline=None,
@@ -255,7 +255,7 @@ def test_bad_length_closes_the_connection_after_the_answered_frames(tmp_path, ba
     connection is closed, the rest is ignored, as on the Python path."""
     pair = Pair(tmp_path)
     pair.feed(plain_frame(opaque=1))
-    with caplog.at_level(logging.WARNING, logger="broker.remoting.protocol"):
+    with caplog.at_level(logging.WARNING, logger="rocketmq_emu.broker.remoting.protocol"):
         pair.feed(plain_frame(opaque=2) + bad + b"\0" * 64 + plain_frame(opaque=3))
     assert sum("malformed frame" in r.getMessage() for r in caplog.records) == 2
     c, py = pair.outcomes()
@@ -456,7 +456,7 @@ def test_nested_run_from_a_listener_takes_the_python_path(tmp_path):
     from twisted.internet.address import IPv4Address
     from twisted.internet.testing import StringTransport
 
-    from broker.remoting.protocol import RemotingProtocol
+    from rocketmq_emu.broker.remoting.protocol import RemotingProtocol
 
     pair = Pair(tmp_path)
     pair.feed(plain_frame(opaque=1))

@@ -1,4 +1,4 @@
-"""The C put path (``broker._native._store``) against the Python one: the same records put
+"""The C put path (``rocketmq_emu.broker._native._store``) against the Python one: the same records put
 into two stores (one per path, one clock each, advanced alike) leave identical commitlog,
 consume-queue and index bytes, identical results, record fields and listener calls; every
 case the C path does not handle reaches the Python path untouched."""
@@ -15,17 +15,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from twisted.internet.task import Clock
 
-from broker import _native
-from broker.commitlog.native_put import bind_native_put, native_put_active
-from broker.commitlog.record import MessageRecord
-from broker.index import index_file
-from broker.message import (
+from rocketmq_emu.broker import _native
+from rocketmq_emu.broker.commitlog.native_put import bind_native_put, native_put_active
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.index import index_file
+from rocketmq_emu.broker.message import (
     RMQ_SYS_SCHEDULE_TOPIC,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
-from broker.store import MessageStore, MessageStoreConfig, PutMessageStatus
+from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig, PutMessageStatus
 
 pytestmark = pytest.mark.skipif(_native.store is None, reason="C extension not built")
 

@@ -8,11 +8,11 @@ import re
 import pytest
 from processor_support import FakeConn, heartbeat_cmd, make_context, send_v2
 
-from broker.processors.admin import AdminBrokerProcessor
-from broker.processors.client_manage import ClientManageProcessor
-from broker.processors.send import SendMessageProcessor
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.processors.admin import AdminBrokerProcessor
+from rocketmq_emu.broker.processors.client_manage import ClientManageProcessor
+from rocketmq_emu.broker.processors.send import SendMessageProcessor
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
 
 
 @pytest.fixture

@@ -6,12 +6,12 @@ import pytest
 from processor_support import STORE_HOST, FakeConn, heartbeat_cmd, make_context, send_v2
 from twisted.internet import defer
 
-from broker.message import create_offset_msg_id
-from broker.processors.admin_consumer import AdminConsumerProcessor
-from broker.processors.client_manage import ClientManageProcessor
-from broker.processors.send import SendMessageProcessor
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.message import create_offset_msg_id
+from rocketmq_emu.broker.processors.admin_consumer import AdminConsumerProcessor
+from rocketmq_emu.broker.processors.client_manage import ClientManageProcessor
+from rocketmq_emu.broker.processors.send import SendMessageProcessor
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
 
 
 class ConsumerConn(FakeConn):

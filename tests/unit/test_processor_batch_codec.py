@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.processors.batch_codec import (
+from rocketmq_emu.broker.processors.batch_codec import (
     BATCH_BLOCK,
     BATCH_BODY,
     BatchFormatError,

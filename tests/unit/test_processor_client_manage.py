@@ -7,10 +7,10 @@ import json
 import pytest
 from processor_support import FakeConn, heartbeat_cmd, make_context
 
-from broker.processors.client_manage import ClientManageProcessor
-from broker.processors.consumer_manage import ConsumerManageProcessor
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.processors.client_manage import ClientManageProcessor
+from rocketmq_emu.broker.processors.consumer_manage import ConsumerManageProcessor
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from broker.client_manager import CONSUME_TYPES, SubscriptionData, enum_name
-from broker.message import java_string_hash
+from rocketmq_emu.broker.client_manager import CONSUME_TYPES, SubscriptionData, enum_name
+from rocketmq_emu.broker.message import java_string_hash
 
 
 def test_subscription_splits_tags_on_double_bar():

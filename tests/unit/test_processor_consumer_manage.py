@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from processor_support import T0, FakeConn, make_context, send_v2
 
-from broker.processors.consumer_manage import ConsumerManageProcessor
-from broker.processors.send import SendMessageProcessor
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.processors.consumer_manage import ConsumerManageProcessor
+from rocketmq_emu.broker.processors.send import SendMessageProcessor
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
 
 
 @pytest.fixture

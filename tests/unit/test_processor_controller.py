@@ -11,9 +11,9 @@ from processor_support import FakeConn, heartbeat_cmd, send_v2
 from twisted.internet import defer
 from twisted.internet.testing import MemoryReactorClock
 
-from broker.config import BrokerConfig
-from broker.controller import BrokerController
-from broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.config import BrokerConfig
+from rocketmq_emu.broker.controller import BrokerController
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 
 
 class FakeRemotingClient:

@@ -12,11 +12,11 @@ from processor_support import (
     send_v2,
 )
 
-from broker.commitlog.record import iter_records
-from broker.processors.client_manage import ClientManageProcessor
-from broker.processors.pull import PullMessageProcessor
-from broker.processors.send import SendMessageProcessor
-from broker.remoting.codes import ResponseCode
+from rocketmq_emu.broker.commitlog.record import iter_records
+from rocketmq_emu.broker.processors.client_manage import ClientManageProcessor
+from rocketmq_emu.broker.processors.pull import PullMessageProcessor
+from rocketmq_emu.broker.processors.send import SendMessageProcessor
+from rocketmq_emu.broker.remoting.codes import ResponseCode
 
 
 @pytest.fixture

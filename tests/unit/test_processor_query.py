@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from processor_support import FakeConn, make_context, send_v2
 
-from broker.commitlog.record import iter_records
-from broker.processors.query import QueryMessageProcessor
-from broker.processors.send import SendMessageProcessor
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.commitlog.record import iter_records
+from rocketmq_emu.broker.processors.query import QueryMessageProcessor
+from rocketmq_emu.broker.processors.send import SendMessageProcessor
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import pytest
 from processor_support import FakeConn, heartbeat_cmd, make_context, send_v2
 from twisted.internet import defer
 
-from broker.processors.client_manage import ClientManageProcessor
-from broker.processors.reply import ReplyMessageProcessor
-from broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.processors.client_manage import ClientManageProcessor
+from rocketmq_emu.broker.processors.reply import ReplyMessageProcessor
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 
 
 class RequesterConn(FakeConn):

@@ -8,12 +8,12 @@ import random
 import pytest
 from processor_support import STORE_HOST, FakeConn, make_context, send_v1, send_v2
 
-from broker.commitlog.record import iter_records
-from broker.message import create_offset_msg_id
-from broker.processors.batch_codec import BatchMessage, encode_batch
-from broker.processors.send import SendMessageProcessor
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.commitlog.record import iter_records
+from rocketmq_emu.broker.message import create_offset_msg_id
+from rocketmq_emu.broker.processors.batch_codec import BatchMessage, encode_batch
+from rocketmq_emu.broker.processors.send import SendMessageProcessor
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from processor_support import FakeConn, make_context, send_v2
 
-import broker.processors.send as send_mod
-from broker.commitlog.record import iter_records
-from broker.processors.send import SendMessageProcessor
+import rocketmq_emu.broker.processors.send as send_mod
+from rocketmq_emu.broker.commitlog.record import iter_records
+from rocketmq_emu.broker.processors.send import SendMessageProcessor
 
 PROPS = st.dictionaries(st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "WAIT", "a", "DELAY",
                                          "TRAN_MSG", "TIMER_DELAY_SEC"]),

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.commitlog.record import (
+from rocketmq_emu.broker.commitlog.record import (
     BLANK,
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
@@ -23,7 +23,7 @@ from broker.commitlog.record import (
     iter_records,
     peek,
 )
-from broker.message import pack_host
+from rocketmq_emu.broker.message import pack_host
 
 # Written by hand from protocol.md section 4.1: an IPv4, V1 record, field by field.
 GOLDEN_FIELDS = [

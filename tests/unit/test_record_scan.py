@@ -6,15 +6,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.commitlog.record import (
+from rocketmq_emu.broker.commitlog.record import (
     MessageRecord,
     decode_record,
     encode_blank,
     encode_record,
     iter_records,
 )
-from broker.commitlog.record_scan import SCAN_FIELDS, find_record_start, scan_columns
-from broker.message import pack_host
+from rocketmq_emu.broker.commitlog.record_scan import SCAN_FIELDS, find_record_start, scan_columns
+from rocketmq_emu.broker.message import pack_host
 
 _hosts = st.sampled_from([("127.0.0.1", 1), ("10.1.2.3", 65000), ("::1", 9876), ("fe80::2", 2)])
 _records = st.builds(
@@ -131,7 +131,7 @@ _VECTOR_FIELDS = tuple(f for f in SCAN_FIELDS if f not in ("body", "properties")
 
 def _scan_all(buf: bytes, fields, batch: int):
     """Scan a whole buffer batch by batch as the data source does; resume after an error."""
-    import broker.commitlog.record_scan as R
+    import rocketmq_emu.broker.commitlog.record_scan as R
 
     out = {name: [] for name in fields}
     positions, errors, ends, pos = [], [], [], 0
@@ -162,7 +162,7 @@ def test_vectorized_scan_equals_the_per_record_loop(records, batch, damage, fiel
     """The numpy batch path gives the per-record loop's values, stops and errors exactly."""
     import struct
 
-    import broker.commitlog.record_scan as R
+    import rocketmq_emu.broker.commitlog.record_scan as R
 
     buf = bytearray(_log(records))
     if damage is not None and damage < len(records):
@@ -187,7 +187,7 @@ def test_vectorized_scan_equals_the_per_record_loop(records, batch, damage, fiel
 
 def test_vectorized_scan_is_used_for_large_batches(monkeypatch):
     """Above the threshold the numpy path runs (the per-record loop is not called)."""
-    import broker.commitlog.record_scan as R
+    import rocketmq_emu.broker.commitlog.record_scan as R
 
     recs = [MessageRecord(topic=f"T{i % 5}", body=b"q" * (i % 50), queue_id=i % 3,
                           born_host=("10.0.0.1", 256 * (i % 3)), properties={"TAGS": "x"})

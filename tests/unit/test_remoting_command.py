@@ -10,8 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.remoting.codes import FLAG_RESPONSE, SERIALIZE_JSON, SERIALIZE_ROCKETMQ, LanguageCode
-from broker.remoting.command import (
+from rocketmq_emu.broker.remoting.codes import (
+    FLAG_RESPONSE,
+    SERIALIZE_JSON,
+    SERIALIZE_ROCKETMQ,
+    LanguageCode,
+)
+from rocketmq_emu.broker.remoting.command import (
     FRAME_PREFIX,
     ROCKETMQ_HEADER,
     RemotingCommand,

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.remoting import headers as h
-from broker.remoting.command import decode
-from broker.remoting.headers import HeaderError, SendMessageRequestHeader
+from rocketmq_emu.broker.remoting import headers as h
+from rocketmq_emu.broker.remoting.command import decode
+from rocketmq_emu.broker.remoting.headers import HeaderError, SendMessageRequestHeader
 
 FRAMES = json.loads((Path(__file__).parents[1] / "fixtures/frames/frames.json").read_text())
 

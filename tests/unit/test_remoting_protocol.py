@@ -11,9 +11,9 @@ from twisted.internet import defer, task
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 
-from broker.remoting.codes import SERIALIZE_JSON, SERIALIZE_ROCKETMQ, ResponseCode
-from broker.remoting.command import RemotingCommand, decode
-from broker.remoting.protocol import (
+from rocketmq_emu.broker.remoting.codes import SERIALIZE_JSON, SERIALIZE_ROCKETMQ, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand, decode
+from rocketmq_emu.broker.remoting.protocol import (
     DROP,
     RemotingConnectionError,
     RemotingProtocol,

@@ -11,16 +11,16 @@ from hypothesis import strategies as st
 from test_transaction import T0, Broker, FakeConn
 from twisted.internet.task import Clock
 
-from broker.message import properties_to_string
-from broker.processors.reset_offset import (
+from rocketmq_emu.broker.message import properties_to_string
+from rocketmq_emu.broker.processors.reset_offset import (
     ResetOffsetProcessor,
     decode_offset_table,
     encode_offset_table,
     encode_offset_table_for_c,
     loads_lenient,
 )
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
 
 
 def test_offset_table_is_written_with_object_keys_like_fastjson():

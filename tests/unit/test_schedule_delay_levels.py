@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from schedule_support import STORE_KINDS, boot, clean_restart, crash_and_reboot
 
-from broker import jsonutil
-from broker.message import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC
-from broker.schedule.delay_levels import DelayLevels
+from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.message import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC
+from rocketmq_emu.broker.schedule.delay_levels import DelayLevels
 
 T0 = 1_700_000_000_000
 

@@ -9,15 +9,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.schedule.checkpoint import CHECKPOINT, TimerCheckpoint
-from broker.schedule.delay_levels import (
+from rocketmq_emu.broker.schedule.checkpoint import CHECKPOINT, TimerCheckpoint
+from rocketmq_emu.broker.schedule.delay_levels import (
     DEFAULT_MESSAGE_DELAY_LEVEL,
     DelayLevelError,
     DelayLevels,
     parse_delay_levels,
 )
-from broker.schedule.dispatch_log import DISPATCH_ENTRY, DispatchLog, encode_dispatch_entry
-from broker.schedule.schedule_log import (
+from rocketmq_emu.broker.schedule.dispatch_log import (
+    DISPATCH_ENTRY,
+    DispatchLog,
+    encode_dispatch_entry,
+)
+from rocketmq_emu.broker.schedule.schedule_log import (
     HEADER_SIZE,
     SCHEDULE_RECORD,
     ScheduleLog,

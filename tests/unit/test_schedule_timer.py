@@ -9,14 +9,14 @@ import pytest
 from schedule_support import STORE_KINDS, boot, clean_restart, crash_and_reboot
 from twisted.internet.task import Clock
 
-from broker.commitlog.record import MessageRecord
-from broker.message import TIMER_TOPIC
-from broker.schedule import TimerMessageError
-from broker.schedule.dispatch_log import DispatchLog
-from broker.schedule.hash_wheel import HashedWheel
-from broker.schedule.schedule_log import ScheduleLog
-from broker.schedule.timer_loader import BucketLoader
-from broker.schedule.timer_message import transform_timer_message
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.message import TIMER_TOPIC
+from rocketmq_emu.broker.schedule import TimerMessageError
+from rocketmq_emu.broker.schedule.dispatch_log import DispatchLog
+from rocketmq_emu.broker.schedule.hash_wheel import HashedWheel
+from rocketmq_emu.broker.schedule.schedule_log import ScheduleLog
+from rocketmq_emu.broker.schedule.timer_loader import BucketLoader
+from rocketmq_emu.broker.schedule.timer_message import transform_timer_message
 
 H = 3_600_000
 T0 = 1_700_000_000_000 - 1_700_000_000_000 % H + 10 * 60_000  # 10 min into a bucket

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from twisted.internet.task import Clock
 
-from broker.schedule.hash_wheel import HashedWheel
+from rocketmq_emu.broker.schedule.hash_wheel import HashedWheel
 
 
 def make(tick_ms=10):

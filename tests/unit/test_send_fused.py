@@ -16,11 +16,11 @@ from processor_support import make_context
 from twisted.internet.address import IPv4Address
 from twisted.internet.testing import StringTransport
 
-import broker.processors.send as send_mod
-from broker.message import properties_to_string
-from broker.processors.send import SendMessageProcessor
-from broker.remoting.command import RemotingCommand
-from broker.remoting.protocol import RemotingProtocol, RequestDispatcher
+import rocketmq_emu.broker.processors.send as send_mod
+from rocketmq_emu.broker.message import properties_to_string
+from rocketmq_emu.broker.processors.send import SendMessageProcessor
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.protocol import RemotingProtocol, RequestDispatcher
 
 _PREFIX = struct.Struct(">iI")
 BASE = {"a": "pg", "b": "T1", "c": "TBW102", "d": "4", "e": "0", "f": "0",

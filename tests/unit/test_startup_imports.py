@@ -20,7 +20,7 @@ def test_broker_and_namesrv_imports_leave_lark_unloaded():
     """Importing the CLI, broker controller and name server does not import lark."""
     mods = _modules_after("import broker.cli, broker.controller, namesrv.server")
     assert "lark" not in mods
-    assert "broker.filter.parser" not in mods
+    assert "rocketmq_emu.broker.filter.parser" not in mods
 
 
 def test_compiling_a_sql92_expression_loads_the_parser():

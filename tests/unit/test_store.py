@@ -9,14 +9,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.internet.task import Clock
 
-from broker.commitlog.record import MessageRecord, decode_record
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import MessageRecord, decode_record
+from rocketmq_emu.broker.message import (
     RMQ_SYS_SCHEDULE_TOPIC,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_PREPARED_TYPE,
     java_string_hash,
 )
-from broker.store import GetMessageStatus, MessageStore, MessageStoreConfig, PutMessageStatus
+from rocketmq_emu.broker.store import (
+    GetMessageStatus,
+    MessageStore,
+    MessageStoreConfig,
+    PutMessageStatus,
+)
 
 T0 = 1_700_000_000.0
 
@@ -265,7 +270,7 @@ def _read_only(monkeypatch):
     import errno
     import os
 
-    from broker.commitlog import mapped_file as mf_mod
+    from rocketmq_emu.broker.commitlog import mapped_file as mf_mod
 
     real_open = os.open
 

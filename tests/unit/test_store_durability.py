@@ -11,10 +11,15 @@ import struct
 import pytest
 from twisted.internet.task import Clock
 
-from broker.commitlog import mapped_file as mf_mod
-from broker.commitlog.checkpoint import CHECKPOINT, StoreCheckpoint
-from broker.commitlog.record import MessageRecord, decode_record
-from broker.store import GetMessageStatus, MessageStore, MessageStoreConfig, PutMessageStatus
+from rocketmq_emu.broker.commitlog import mapped_file as mf_mod
+from rocketmq_emu.broker.commitlog.checkpoint import CHECKPOINT, StoreCheckpoint
+from rocketmq_emu.broker.commitlog.record import MessageRecord, decode_record
+from rocketmq_emu.broker.store import (
+    GetMessageStatus,
+    MessageStore,
+    MessageStoreConfig,
+    PutMessageStatus,
+)
 
 T0 = 1_700_000_000.0
 

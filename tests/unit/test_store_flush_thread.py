@@ -9,11 +9,11 @@ import os
 from twisted.internet import defer
 from twisted.internet.task import Clock
 
-from broker.commitlog.disk_sync import DiskSyncer
-from broker.commitlog.mapped_file import MappedFile
-from broker.commitlog.record import MessageRecord
-from broker.configs.offsets import ConsumerOffsetManager
-from broker.store import MessageStore, MessageStoreConfig, PutMessageStatus
+from rocketmq_emu.broker.commitlog.disk_sync import DiskSyncer
+from rocketmq_emu.broker.commitlog.mapped_file import MappedFile
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.configs.offsets import ConsumerOffsetManager
+from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig, PutMessageStatus
 
 
 class ManualSyncer(DiskSyncer):

@@ -8,9 +8,9 @@ import json
 import pytest
 from twisted.internet.task import Clock
 
-from broker.commitlog.record import decode_record, iter_records
-from broker.config import BrokerConfig
-from broker.message import (
+from rocketmq_emu.broker.commitlog.record import decode_record, iter_records
+from rocketmq_emu.broker.config import BrokerConfig
+from rocketmq_emu.broker.message import (
     RMQ_SYS_TRANS_HALF_TOPIC,
     RMQ_SYS_TRANS_OP_HALF_TOPIC,
     TRANSACTION_COMMIT_TYPE,
@@ -18,15 +18,15 @@ from broker.message import (
     create_offset_msg_id,
     properties_to_string,
 )
-from broker.processors.client_manage import ClientManageProcessor
-from broker.processors.context import BrokerContext
-from broker.processors.end_transaction import EndTransactionProcessor
-from broker.processors.send import SendMessageProcessor
-from broker.remoting.codes import RequestCode, ResponseCode
-from broker.remoting.command import RemotingCommand
-from broker.store import MessageStore
-from broker.store_config import MessageStoreConfig
-from broker.transaction.bridge import CID_RMQ_SYS_TRANS, TRANS_CHECK_MAX_TIME_TOPIC
+from rocketmq_emu.broker.processors.client_manage import ClientManageProcessor
+from rocketmq_emu.broker.processors.context import BrokerContext
+from rocketmq_emu.broker.processors.end_transaction import EndTransactionProcessor
+from rocketmq_emu.broker.processors.send import SendMessageProcessor
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.store import MessageStore
+from rocketmq_emu.broker.store_config import MessageStoreConfig
+from rocketmq_emu.broker.transaction.bridge import CID_RMQ_SYS_TRANS, TRANS_CHECK_MAX_TIME_TOPIC
 
 T0 = 1_700_000_000.0
 
@@ -90,7 +90,7 @@ class Broker:
 
     def end(self, conn, send_resp, kind, group="txg", oneway=False, from_check=False,
             commit_log_offset=None, table_offset=None):
-        from broker.message import decode_offset_msg_id
+        from rocketmq_emu.broker.message import decode_offset_msg_id
 
         offset = decode_offset_msg_id(send_resp.ext_fields["msgId"])[2]
         ext = {"producerGroup": group,

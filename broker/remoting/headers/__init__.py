@@ -1,11 +1,11 @@
 """Typed custom headers: ``Header.from_ext_fields(cmd.ext_fields)`` and ``h.to_ext_fields()``.
 
-See :mod:`broker.remoting.headers.base` for how values are parsed (Java semantics).
+See :mod:`rocketmq_emu.broker.remoting.headers.base` for how values are parsed (Java semantics).
 """
 
-from broker.remoting.headers.admin import *  # noqa: F403
-from broker.remoting.headers.admin import __all__ as _admin_all
-from broker.remoting.headers.base import (
+from rocketmq_emu.broker.remoting.headers.admin import *  # noqa: F403
+from rocketmq_emu.broker.remoting.headers.admin import __all__ as _admin_all
+from rocketmq_emu.broker.remoting.headers.base import (
     BOOL,
     INT,
     LONG,
@@ -18,8 +18,8 @@ from broker.remoting.headers.base import (
     parse_java_int,
     req,
 )
-from broker.remoting.headers.messaging import *  # noqa: F403
-from broker.remoting.headers.messaging import __all__ as _messaging_all
+from rocketmq_emu.broker.remoting.headers.messaging import *  # noqa: F403
+from rocketmq_emu.broker.remoting.headers.messaging import __all__ as _messaging_all
 
 __all__ = [
     "BOOL",

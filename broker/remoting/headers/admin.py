@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from broker.remoting.headers.base import BOOL, INT, LONG, CommandHeader, header, opt, req
+from rocketmq_emu.broker.remoting.headers.base import (
+    BOOL,
+    INT,
+    LONG,
+    CommandHeader,
+    header,
+    opt,
+    req,
+)
 
 
 @header

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
-from broker.remoting.command import RemotingCommandError
+from rocketmq_emu.broker.remoting.command import RemotingCommandError
 
 log = logging.getLogger(__name__)
 

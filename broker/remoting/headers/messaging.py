@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from broker.remoting.headers.base import (
+from rocketmq_emu.broker.remoting.headers.base import (
     BOOL,
     INT,
     LONG,
