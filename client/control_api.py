@@ -2,8 +2,9 @@
 Node client test suites get the harness's powers: clock advance, fault rules, the request log,
 topic / queue / offset state, broker stop / restart / unreachable, reset.
 
-Served with ``twisted.web`` on localhost; the OpenAPI 3 description is at ``GET /openapi.json``.
-Every answer is JSON; errors are ``{"error": "..."}`` with status 400 or 404.
+Served with ``twisted.web`` on localhost; the OpenAPI 3 description is at ``GET /openapi.json``
+and ``GET /`` points to it. Every answer is JSON (``GET /`` answers HTML to a browser); errors
+are ``{"error": "..."}`` with status 400 or 404.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from urllib.parse import parse_qs
 from twisted.internet import defer
 from twisted.web import resource, server
 
-from rocketmq_emu.client.faults import ACTIONS, TARGETS
+from rocketmq_emu.client.control_spec import OPENAPI, parse_codes
 
 log = logging.getLogger(__name__)
 
@@ -32,105 +33,8 @@ class ApiError(Exception):
         self.status = status
 
 
-def _schema_rule() -> dict:
-    return {
-        "type": "object",
-        "required": ["action"],
-        "properties": {
-            "action": {"type": "string", "enum": list(ACTIONS)},
-            "codes": {"type": "array", "items": {"type": ["integer", "string"]},
-                      "description": "request codes (numbers or RequestCode names); omit for all"},
-            "target": {"type": "string", "default": "broker",
-                       "description": f"one of {list(TARGETS)} or a broker's name"},
-            "delay": {"type": "number", "description": "seconds (action delay)"},
-            "error_code": {"type": ["integer", "string"], "default": "SYSTEM_BUSY",
-                           "description": "response code or ResponseCode name (action error)"},
-            "remark": {"type": "string"},
-            "times": {"type": "integer", "minimum": 1, "description": "hits before the rule expires"},
-        },
-    }
-
-
-def _op(summary: str, body: dict | None = None, params: list | None = None) -> dict:
-    op: dict[str, Any] = {"summary": summary,
-                          "responses": {"200": {"description": "JSON result",
-                                                "content": {"application/json": {}}}}}
-    if body is not None:
-        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
-    if params:
-        op["parameters"] = params
-    return op
-
-
-def _q(name: str, kind: str, desc: str) -> dict:
-    return {"name": name, "in": "query", "required": False, "schema": {"type": kind},
-            "description": desc}
-
-
-_BROKER_BODY = {"type": "object", "properties": {
-    "broker": {"type": "string", "description": "broker name (default: the first broker)"}}}
-
-OPENAPI: dict = {
-    "openapi": "3.0.3",
-    "info": {"title": "rmq-emu control API", "version": "1",
-             "description": "Control a running rmq-emu (name server + broker) from tests."},
-    "paths": {
-        "/health": {"get": _op("Addresses, store path and clock of the cluster")},
-        "/clock": {"get": _op("Current broker clock (ms), mode and offset from wall time")},
-        "/clock/advance": {"post": _op(
-            "Move the broker clock forward and fire everything due (delay levels, timers)",
-            {"type": "object", "properties": {"seconds": {"type": "number"}, "ms": {"type": "integer"}}})},
-        "/clock/mode": {"post": _op(
-            "Set the clock mode: follow (wall time + offset) or manual (stands still)",
-            {"type": "object", "required": ["mode"],
-             "properties": {"mode": {"type": "string", "enum": ["follow", "manual"]}}})},
-        "/faults": {
-            "get": _op("List fault rules"),
-            "post": _op("Add a fault rule; answers the rule with its id", _schema_rule()),
-            "delete": _op("Remove every fault rule"),
-        },
-        "/faults/{id}": {"delete": {**_op("Remove one fault rule"), "parameters": [
-            {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}]}},
-        "/requests": {
-            "get": _op("Recorded requests (code, header, peer, times, response code, latency)",
-                       params=[_q("code", "string", "request code or name"),
-                               _q("target", "string", "broker or namesrv"),
-                               _q("since", "integer", "only records with seq > since")]),
-            "delete": _op("Forget recorded requests"),
-        },
-        "/topics": {
-            "get": _op("Topics with queue count and per-queue min/max offsets",
-                       params=[_q("broker", "string", "broker name (default: first)")]),
-            "post": _op("Create (or update) a topic on every broker, or on one",
-                        {"type": "object", "required": ["topic"], "properties": {
-                            "topic": {"type": "string"},
-                            "queues": {"type": "integer", "default": 4},
-                            "broker": {"type": "string"}}}),
-        },
-        "/topics/{topic}": {"get": {**_op("One topic's queues"), "parameters": [
-            {"name": "topic", "in": "path", "required": True, "schema": {"type": "string"}}]}},
-        "/offsets": {"get": _op("Committed consumer offsets (optionally of one group) with lag",
-                                params=[_q("group", "string", "consumer group"),
-                                        _q("broker", "string", "broker name (default: first)")])},
-        "/messages": {"get": _op(
-            "Stored messages of one queue, decoded (body as UTF-8 text or base64)",
-            params=[_q("topic", "string", "topic (required)"), _q("queueId", "integer", "queue"),
-                    _q("offset", "integer", "first logical offset"),
-                    _q("max", "integer", "at most this many (32)"),
-                    _q("broker", "string", "broker name (default: first)")])},
-        "/broker/stop": {"post": _op("Stop a broker (default: the first), keeping its store",
-                                     _BROKER_BODY)},
-        "/broker/start": {"post": _op("Start a stopped broker again on its store", _BROKER_BODY)},
-        "/broker/restart": {"post": _op("Stop and start a broker", _BROKER_BODY)},
-        "/broker/unreachable": {"post": _op("Close a broker's ports and connections", _BROKER_BODY)},
-        "/broker/reachable": {"post": _op("Listen again on a broker's ports", _BROKER_BODY)},
-        "/broker/close-connections": {"post": _op(
-            "Close client connections", {"type": "object", "properties": {
-                "target": {"type": "string", "enum": ["broker", "namesrv"]},
-                "broker": {"type": "string", "description": "only this broker"}}})},
-        "/reset": {"post": _op("Remove fault rules and recorded requests")},
-    },
-}
+class _Html(str):
+    """An endpoint's answer sent as ``text/html`` instead of JSON."""
 
 
 class ControlResource(resource.Resource):
@@ -142,6 +46,7 @@ class ControlResource(resource.Resource):
         super().__init__()
         self.cluster = cluster
         self.routes: dict[tuple[str, str], Callable[..., Any]] = {
+            ("GET", ""): self.index,
             ("GET", "openapi.json"): lambda req, body: OPENAPI,
             ("GET", "health"): self.health,
             ("GET", "clock"): self.clock,
@@ -213,6 +118,9 @@ class ControlResource(resource.Resource):
     @staticmethod
     def _write(request: Any, value: Any, status: int) -> bytes:
         request.setResponseCode(status)
+        if isinstance(value, _Html):
+            request.setHeader(b"content-type", b"text/html; charset=utf-8")
+            return value.encode()
         request.setHeader(b"content-type", b"application/json")
         return json.dumps(value, default=str).encode()
 
@@ -238,6 +146,19 @@ class ControlResource(resource.Resource):
         return {k: v[-1] for k, v in qs.items()}
 
     # --- endpoints ------------------------------------------------------------------------------
+    def index(self, request: Any, body: Any) -> Any:
+        """``GET /``: the way to ``/openapi.json`` (HTML for a browser, else JSON)."""
+        paths = sorted(OPENAPI["paths"])
+        accept = (request.getHeader(b"accept") or b"").decode("latin-1")
+        if "text/html" in accept:
+            items = "".join(f"<li><code>{p}</code></li>" for p in paths)
+            return _Html("<!DOCTYPE html><html><head><meta charset='utf-8'>"
+                         "<title>rmq-emu control API</title></head><body>"
+                         "<h1>rmq-emu control API</h1><p>OpenAPI 3 description: "
+                         "<a href='/openapi.json'>/openapi.json</a></p>"
+                         f"<ul>{items}</ul></body></html>")
+        return {"name": "rmq-emu control API", "openapi": "/openapi.json", "paths": paths}
+
     def health(self, request: Any, body: Any) -> dict:
         c = self.cluster
         return {"namesrv": c.namesrv_addr, "broker": c.broker_addr, "broker_running": c.broker is not None,
@@ -275,6 +196,8 @@ class ControlResource(resource.Resource):
         body = dict(body)
         action = body.pop("action")
         codes = body.pop("codes", None)
+        if codes is not None:
+            codes = sorted(parse_codes(codes) or ())
         return self.cluster.faults.add_rule(action, codes, **body).to_json()
 
     def clear_faults(self, request: Any, body: Any) -> dict:
@@ -288,8 +211,9 @@ class ControlResource(resource.Resource):
 
     def requests(self, request: Any, body: Any) -> list:
         q = self._query(request)
-        recs = self.cluster.faults.records(q.get("code"), q.get("target"), int(q.get("since", 0)))
-        return [r.to_json() for r in recs]
+        codes = parse_codes(q.get("code"))
+        recs = self.cluster.faults.records(None, q.get("target"), int(q.get("since", 0)))
+        return [r.to_json() for r in recs if codes is None or r.code in codes]
 
     def clear_requests(self, request: Any, body: Any) -> dict:
         self.cluster.faults.clear_records()

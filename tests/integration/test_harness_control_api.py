@@ -9,6 +9,8 @@ import urllib.request
 
 import pytest
 
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.client.blocking import run_blocking
 from rocketmq_emu.client.message import Message, MQBrokerError
 from rocketmq_emu.client.testing import unique
@@ -36,6 +38,78 @@ def call(cluster, method: str, path: str, body: dict | None = None) -> tuple[int
             return err.code, json.loads(err.read())
 
     return run_blocking(threads.deferToThread, do)
+
+
+def get_text(cluster, path: str, accept: str) -> tuple[str, str]:
+    """GET ``path`` with an Accept header; the content type and the text of the answer."""
+    from twisted.internet import threads
+
+    def do() -> tuple[str, str]:
+        req = urllib.request.Request(f"http://127.0.0.1:{cluster.control_port}{path}",
+                                     headers={"Accept": accept})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.headers["content-type"], resp.read().decode()
+
+    return run_blocking(threads.deferToThread, do)
+
+
+def send_code_10(cluster, topic: str, body: bytes) -> int:
+    """A SEND_MESSAGE (10) as the C++ clients send it, on a bare remoting connection."""
+    from twisted.internet import defer, reactor
+
+    from rocketmq_emu.broker.remoting.client import RemotingClient
+
+    ext = {"producerGroup": "pg", "topic": topic, "defaultTopic": "TBW102",
+           "defaultTopicQueueNums": "4", "queueId": "0", "sysFlag": "0",
+           "bornTimestamp": "1", "flag": "0", "properties": "", "batch": "false"}
+
+    async def go() -> int:
+        client = RemotingClient(reactor)
+        try:
+            resp = await client.invoke(cluster.broker_addr,
+                                       RemotingCommand.request(RequestCode.SEND_MESSAGE, ext, body))
+            return resp.code
+        finally:
+            await client.close()
+
+    return run_blocking(lambda: defer.ensureDeferred(go()))
+
+
+def test_root_points_to_openapi(cluster):
+    """GET / answers JSON linking /openapi.json (HTML with the link to a browser), and is
+    itself described in the OpenAPI document."""
+    status, root = call(cluster, "GET", "/")
+    assert status == 200 and root["openapi"] == "/openapi.json"
+    _, doc = call(cluster, "GET", "/openapi.json")
+    assert set(root["paths"]) == set(doc["paths"]) and "/" in doc["paths"]
+    kind, page = get_text(cluster, "/", "text/html,application/xhtml+xml,*/*;q=0.8")
+    assert kind.startswith("text/html") and "<a href='/openapi.json'>" in page
+
+
+def test_requests_code_send_matches_every_send_code(cluster):
+    """/requests?code=SEND lists SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE; a code
+    name matches only its own code; comma-separated codes match any of them."""
+    topic = unique("T")
+    producer = cluster.producer()
+    producer.send(Message(topic, b"v2"))
+    producer.send_batch([Message(topic, b"b1"), Message(topic, b"b2")])
+    assert send_code_10(cluster, topic, b"v1") == ResponseCode.SUCCESS
+
+    def codes(query: str) -> list[int]:
+        status, recs = call(cluster, "GET", f"/requests?code={query}")
+        assert status == 200
+        return sorted(r["code"] for r in recs)
+
+    assert codes("SEND") == codes("send") == [10, 310, 320]
+    assert codes("SEND_MESSAGE") == [10] and codes("SEND_MESSAGE_V2") == [310]
+    assert codes("SEND_MESSAGE,310") == [10, 310]
+    assert call(cluster, "GET", "/requests?code=SEND_NOTHING")[0] == 400
+
+
+def test_fault_rule_codes_accept_the_send_family(cluster):
+    """A fault rule given "codes": ["SEND"] covers codes 10, 310 and 320."""
+    status, rule = call(cluster, "POST", "/faults", {"action": "drop", "codes": ["SEND"]})
+    assert status == 200 and rule["codes"] == [10, 310, 320]
 
 
 def test_openapi_lists_every_route(cluster):

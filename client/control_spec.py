@@ -1,0 +1,144 @@
+"""What the control API (:mod:`rocketmq_emu.client.control_api`) accepts: its OpenAPI 3
+description (served at ``GET /openapi.json``) and the request-code vocabulary of ``/requests``
+and ``/faults`` (numbers, RequestCode names and the ``SEND`` family)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rocketmq_emu.client.faults import ACTIONS, TARGETS, parse_code
+
+#: Request-code families accepted wherever the API takes a code. Clients send the same request
+#: under different codes (the Java producer SEND_MESSAGE_V2, the C++ clients behind PyPI
+#: ``rocketmq`` / npm ``rocketmq-nodejs`` SEND_MESSAGE, any batch SEND_BATCH_MESSAGE), so a test
+#: asking "what was sent" names the family; RequestCode names and numbers stay exact.
+CODE_FAMILIES: dict[str, tuple[int, ...]] = {"SEND": (10, 310, 320)}
+
+_CODES_DOC = ("request code: a number, a RequestCode name (exact: SEND_MESSAGE is 10 only, "
+              "SEND_MESSAGE_V2 310 only), or SEND for every producer send (SEND_MESSAGE 10, "
+              "SEND_MESSAGE_V2 310, SEND_BATCH_MESSAGE 320)")
+
+
+def parse_codes(values: Any) -> frozenset[int] | None:
+    """Request codes from a comma-separated string or a list of numbers, names and family names
+    (:data:`CODE_FAMILIES`); None means every code."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        items: list[Any] = values.split(",")
+    else:
+        items = [values] if isinstance(values, int) else list(values)
+    out: set[int] = set()
+    for item in items:
+        family = CODE_FAMILIES.get(str(item).strip().upper())
+        out.update(family if family is not None else (parse_code(item),))
+    return frozenset(out)
+
+
+def _schema_rule() -> dict:
+    return {
+        "type": "object",
+        "required": ["action"],
+        "properties": {
+            "action": {"type": "string", "enum": list(ACTIONS)},
+            "codes": {"type": "array", "items": {"type": ["integer", "string"]},
+                      "description": "request codes (numbers, RequestCode names, or SEND for "
+                                     "codes 10, 310 and 320); omit for all"},
+            "target": {"type": "string", "default": "broker",
+                       "description": f"one of {list(TARGETS)} or a broker's name"},
+            "delay": {"type": "number", "description": "seconds (action delay)"},
+            "error_code": {"type": ["integer", "string"], "default": "SYSTEM_BUSY",
+                           "description": "response code or ResponseCode name (action error)"},
+            "remark": {"type": "string"},
+            "times": {"type": "integer", "minimum": 1, "description": "hits before the rule expires"},
+        },
+    }
+
+
+def _op(summary: str, body: dict | None = None, params: list | None = None) -> dict:
+    op: dict[str, Any] = {"summary": summary,
+                          "responses": {"200": {"description": "JSON result",
+                                                "content": {"application/json": {}}}}}
+    if body is not None:
+        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+    if params:
+        op["parameters"] = params
+    return op
+
+
+def _q(name: str, kind: str, desc: str) -> dict:
+    return {"name": name, "in": "query", "required": False, "schema": {"type": kind},
+            "description": desc}
+
+
+_BROKER_BODY = {"type": "object", "properties": {
+    "broker": {"type": "string", "description": "broker name (default: the first broker)"}}}
+
+OPENAPI: dict = {
+    "openapi": "3.0.3",
+    "info": {"title": "rmq-emu control API", "version": "1",
+             "description": "Control a running rmq-emu (name server + broker) from tests."},
+    "paths": {
+        "/": {"get": {
+            "summary": "Where the API is described: a link to /openapi.json and the paths",
+            "responses": {"200": {
+                "description": "JSON {name, openapi, paths}; an HTML page with the link when "
+                               "the Accept header asks for text/html (a browser)",
+                "content": {"application/json": {}, "text/html": {}}}}}},
+        "/health": {"get": _op("Addresses, store path and clock of the cluster")},
+        "/clock": {"get": _op("Current broker clock (ms), mode and offset from wall time")},
+        "/clock/advance": {"post": _op(
+            "Move the broker clock forward and fire everything due (delay levels, timers)",
+            {"type": "object", "properties": {"seconds": {"type": "number"}, "ms": {"type": "integer"}}})},
+        "/clock/mode": {"post": _op(
+            "Set the clock mode: follow (wall time + offset) or manual (stands still)",
+            {"type": "object", "required": ["mode"],
+             "properties": {"mode": {"type": "string", "enum": ["follow", "manual"]}}})},
+        "/faults": {
+            "get": _op("List fault rules"),
+            "post": _op("Add a fault rule; answers the rule with its id", _schema_rule()),
+            "delete": _op("Remove every fault rule"),
+        },
+        "/faults/{id}": {"delete": {**_op("Remove one fault rule"), "parameters": [
+            {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}]}},
+        "/requests": {
+            "get": _op("Recorded requests (code, header, peer, times, response code, latency)",
+                       params=[_q("code", "string", _CODES_DOC + "; several comma-separated "
+                                  "match any of them (SEND_MESSAGE,SEND_MESSAGE_V2)"),
+                               _q("target", "string", "broker or namesrv"),
+                               _q("since", "integer", "only records with seq > since")]),
+            "delete": _op("Forget recorded requests"),
+        },
+        "/topics": {
+            "get": _op("Topics with queue count and per-queue min/max offsets",
+                       params=[_q("broker", "string", "broker name (default: first)")]),
+            "post": _op("Create (or update) a topic on every broker, or on one",
+                        {"type": "object", "required": ["topic"], "properties": {
+                            "topic": {"type": "string"},
+                            "queues": {"type": "integer", "default": 4},
+                            "broker": {"type": "string"}}}),
+        },
+        "/topics/{topic}": {"get": {**_op("One topic's queues"), "parameters": [
+            {"name": "topic", "in": "path", "required": True, "schema": {"type": "string"}}]}},
+        "/offsets": {"get": _op("Committed consumer offsets (optionally of one group) with lag",
+                                params=[_q("group", "string", "consumer group"),
+                                        _q("broker", "string", "broker name (default: first)")])},
+        "/messages": {"get": _op(
+            "Stored messages of one queue, decoded (body as UTF-8 text or base64)",
+            params=[_q("topic", "string", "topic (required)"), _q("queueId", "integer", "queue"),
+                    _q("offset", "integer", "first logical offset"),
+                    _q("max", "integer", "at most this many (32)"),
+                    _q("broker", "string", "broker name (default: first)")])},
+        "/broker/stop": {"post": _op("Stop a broker (default: the first), keeping its store",
+                                     _BROKER_BODY)},
+        "/broker/start": {"post": _op("Start a stopped broker again on its store", _BROKER_BODY)},
+        "/broker/restart": {"post": _op("Stop and start a broker", _BROKER_BODY)},
+        "/broker/unreachable": {"post": _op("Close a broker's ports and connections", _BROKER_BODY)},
+        "/broker/reachable": {"post": _op("Listen again on a broker's ports", _BROKER_BODY)},
+        "/broker/close-connections": {"post": _op(
+            "Close client connections", {"type": "object", "properties": {
+                "target": {"type": "string", "enum": ["broker", "namesrv"]},
+                "broker": {"type": "string", "description": "only this broker"}}})},
+        "/reset": {"post": _op("Remove fault rules and recorded requests")},
+    },
+}
