@@ -111,7 +111,7 @@ class MappedFile:
                 )
             fresh = actual == 0
             if fresh:
-                _preallocate(fd, file_size, path)
+                preallocate(fd, file_size, path)
             self.mm = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             if not exists:
                 os.rename(open_path, path)
@@ -352,25 +352,35 @@ class MappedFile:
         )
 
 
-def _preallocate(fd: int, size: int, path: str) -> None:
+def preallocate(fd: int, size: int, path: str) -> None:
+    """Reserve every block of ``[0, size)`` of a new, empty file (``posix_fallocate``; where
+    the filesystem cannot, by writing zeros), so a full disk fails here, as a
+    :class:`MappedFileError` naming ``path``, and never as a SIGBUS when a page of the mapping
+    is first written. Shared by every file the store writes through ``mmap`` (commitlog,
+    consume queues, index files)."""
     try:
         os.posix_fallocate(fd, 0, size)
         return
     except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise MappedFileError(
-                f"no space left on device to preallocate {size} bytes", path, err=errno.ENOSPC
-            ) from exc
         if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
-            raise MappedFileError(
-                f"cannot preallocate {size} bytes ({exc.strerror})", path, err=exc.errno or 0
-            ) from exc
+            raise _allocation_error(exc, size, path) from exc
     try:
-        os.ftruncate(fd, size)  # filesystems without fallocate: a sparse file, like Java setLength
+        for off in range(0, size, len(_ZERO_CHUNK)):
+            chunk = min(len(_ZERO_CHUNK), size - off)
+            if os.pwrite(fd, _ZERO_CHUNK[:chunk], off) != chunk:
+                raise OSError(errno.ENOSPC, "short write")
     except OSError as exc:
-        raise MappedFileError(
-            f"cannot size store file to {size} bytes ({exc.strerror})", path, err=exc.errno or 0
-        ) from exc
+        raise _allocation_error(exc, size, path) from exc
+
+
+def _allocation_error(exc: OSError, size: int, path: str) -> MappedFileError:
+    if exc.errno == errno.ENOSPC:
+        return MappedFileError(
+            f"no space left on device to preallocate {size} bytes", path, err=errno.ENOSPC
+        )
+    return MappedFileError(
+        f"cannot preallocate {size} bytes ({exc.strerror})", path, err=exc.errno or 0
+    )
 
 
 def _silent_unlink(path: str) -> None:

@@ -21,11 +21,7 @@ import logging
 import os
 from collections.abc import Callable
 
-from rocketmq_emu.broker.commitlog.mapped_file import (
-    MappedFile,
-    MappedFileError,
-    offset_to_file_name,
-)
+from rocketmq_emu.broker.commitlog.mapped_file import MappedFile
 from rocketmq_emu.broker.commitlog.mapped_file_queue import MappedFileQueue
 from rocketmq_emu.broker.consumequeue.unit import (
     CQ_STORE_UNIT_SIZE,
@@ -56,36 +52,6 @@ def _is_filler(offset: int, size: int) -> bool:
     return offset == 0 and size == INTEGER_MAX_VALUE
 
 
-class _SparseMappedFileQueue(MappedFileQueue):
-    """A :class:`MappedFileQueue` whose new files are sparse (``ftruncate``) rather than
-    preallocated: RocketMQ's consume-queue files are sparse too (``RandomAccessFile.setLength``),
-    so a broker with thousands of mostly empty queues does not reserve 6 MB of disk for each.
-    Consume queues are rebuilt from the commitlog, so the commitlog keeps the preallocation."""
-
-    def create_file(self, start_offset: int) -> MappedFile:
-        path = os.path.join(self.store_path, offset_to_file_name(start_offset))
-        if not os.path.exists(path):
-            try:
-                os.makedirs(self.store_path, exist_ok=True)
-                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-            except OSError as exc:
-                raise MappedFileError(
-                    f"cannot create consume queue file ({exc.strerror})", path,
-                    err=exc.errno or 0,
-                ) from exc
-            try:
-                os.ftruncate(fd, self.mapped_file_size)
-            except OSError as exc:
-                os.close(fd)
-                os.unlink(path)
-                raise MappedFileError(
-                    f"cannot size consume queue file ({exc.strerror})", path, err=exc.errno or 0
-                ) from exc
-            os.close(fd)
-        # An existing file of the right size is mapped as is: neither preallocated nor warmed.
-        return super().create_file(start_offset)
-
-
 class ConsumeQueue:
     """The units of one (topic, queueId)."""
 
@@ -98,17 +64,17 @@ class ConsumeQueue:
         *,
         clock=None,
         warm: bool = False,
-        preallocate: bool = False,
     ) -> None:
         """``root_dir`` is ``{storePathRootDir}/consumequeue``. ``warm`` pre-touches new files
-        (RocketMQ does not warm consume-queue files); ``preallocate`` reserves their disk blocks
-        up front (default: sparse files, as RocketMQ)."""
+        (RocketMQ does not warm consume-queue files). New files have their disk blocks
+        reserved when created (``mapped_file.preallocate``): RocketMQ's are sparse
+        (``RandomAccessFile.setLength``), but a unit written into a hole on a full disk would
+        kill the process with SIGBUS; here the full disk fails the file's creation instead."""
         self.topic = topic
         self.queue_id = queue_id
         self.store_path = os.path.join(root_dir, topic, str(queue_id))
         self.mapped_file_size = cq_file_size(mapped_file_size)
-        queue_class = MappedFileQueue if preallocate else _SparseMappedFileQueue
-        self.mfq = queue_class(self.store_path, self.mapped_file_size, warm=warm, clock=clock)
+        self.mfq = MappedFileQueue(self.store_path, self.mapped_file_size, warm=warm, clock=clock)
         #: Commitlog offset + size of the last dispatched message; -1 if none (``maxPhysicOffset``).
         self.max_physic_offset = -1
         #: Byte offset of the first live unit (``minLogicOffset``).

@@ -18,8 +18,9 @@ Differences from RocketMQ, all compatible with its readers:
 * ``hashSlotNum`` / ``indexNum`` are constructor arguments (RocketMQ reads them from
   ``MessageStoreConfig`` too: ``maxHashSlotNum`` / ``maxIndexNum``) so tests use tiny files. A file
   opened with other counts than it was written with is refused with an error naming it.
-* Files are created sparse (``ftruncate``): the default 420,000,040-byte file costs no disk until
-  entries are written; RocketMQ's ``MappedFile`` creation gives the same sparse file on Linux.
+* Files have their blocks reserved when created (``mapped_file.preallocate``), where RocketMQ's
+  ``MappedFile`` gives a sparse file: an entry written into a hole on a full disk would kill the
+  process with SIGBUS, while a failed reservation is an :class:`IndexFileError` the store handles.
 * :meth:`IndexFile.truncate_from` (drop entries at or beyond a commitlog offset, unlinking them from
   their slot chains) has no RocketMQ counterpart: RocketMQ deletes whole index files written after
   the checkpoint and rebuilds them. Rolling back entry by entry keeps older lookups working.
@@ -41,6 +42,7 @@ from dataclasses import dataclass
 from construct import Int32sb, Int64sb, Struct
 
 from rocketmq_emu.broker import _native
+from rocketmq_emu.broker.commitlog.mapped_file import MappedFileError, preallocate
 from rocketmq_emu.broker.message import java_string_hash
 
 log = logging.getLogger(__name__)
@@ -148,7 +150,7 @@ class IndexFile:
         end_phy_offset: int = 0,
         end_timestamp: int = 0,
     ) -> None:
-        """Open ``path``; with ``create`` make a new sparse file whose header starts at the
+        """Open ``path``; with ``create`` make a new (preallocated) file whose header starts at the
         previous file's end (``IndexFile(fileName, ..., endPhyOffset, endTimestamp)``)."""
         self.path = path
         self.hash_slot_num = hash_slot_num
@@ -162,7 +164,11 @@ class IndexFile:
             raise IndexFileError(f"index file {path}: cannot open: {exc}") from exc
         try:
             if create:
-                os.ftruncate(fd, self.file_size)
+                try:
+                    preallocate(fd, self.file_size, path)
+                except MappedFileError as exc:
+                    os.unlink(path)
+                    raise IndexFileError(f"index file {path}: cannot create: {exc}") from exc
             else:
                 actual = os.fstat(fd).st_size
                 if actual != self.file_size:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 
@@ -9,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rocketmq_emu.broker.commitlog.mapped_file import MappedFileError
 from rocketmq_emu.broker.consumequeue.consume_queue import ConsumeQueue, cq_file_size
 from rocketmq_emu.broker.consumequeue.unit import INTEGER_MAX_VALUE, PRE_BLANK_BYTES, encode_unit
 
@@ -353,18 +355,24 @@ def test_queue_matches_model_under_puts_redispatch_truncate_reload(tmp_path_fact
     cq.shutdown()
 
 
-def test_default_size_files_are_sparse(tmp_path):
-    """A 6,000,000-byte consume-queue file holding one unit occupies almost no disk."""
-    cq = ConsumeQueue("T", 0, str(tmp_path / "consumequeue"))
-    cq.put(0, 0, 100, 0)
-    cq.flush()
-    st_ = os.stat(qdir(tmp_path) / "00000000000000000000")
-    assert st_.st_size == 6_000_000
-    assert st_.st_blocks * 512 < 1_000_000
-
-
-def test_preallocated_files_reserve_their_blocks(tmp_path):
-    """With preallocate the whole file is reserved up front."""
-    cq = ConsumeQueue("T", 0, str(tmp_path / "consumequeue"), 20 * 10_000, preallocate=True)
+def test_new_files_reserve_their_blocks(tmp_path):
+    """A new consume-queue file has every block allocated (no hole for a unit to SIGBUS into)."""
+    cq = ConsumeQueue("T", 0, str(tmp_path / "consumequeue"), 20 * 10_000)
     cq.put(0, 0, 100, 0)
     assert os.stat(qdir(tmp_path) / "00000000000000000000").st_blocks * 512 >= 200_000
+
+
+def test_full_disk_at_file_creation_raises_and_writes_nothing(tmp_path, monkeypatch):
+    """ENOSPC reserving a new file fails the put with MappedFileError; the queue is unchanged
+    and takes the unit once the disk has room."""
+
+    def no_space(fd, off, size):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    cq = ConsumeQueue("T", 0, str(tmp_path / "consumequeue"), 20 * 10)
+    monkeypatch.setattr(os, "posix_fallocate", no_space)
+    with pytest.raises(MappedFileError, match="no space left"):
+        cq.put(0, 0, 100, 0)
+    assert cq.max_offset == 0 and not os.listdir(qdir(tmp_path))
+    monkeypatch.undo()
+    assert cq.put(0, 0, 100, 0) and cq.max_offset == 1

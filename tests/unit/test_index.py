@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import time
@@ -17,6 +18,7 @@ from rocketmq_emu.broker.index.index_file import (
     INDEX_ENTRY,
     INDEX_HEADER,
     IndexFile,
+    IndexFileError,
     index_file_size,
     index_key_hash,
 )
@@ -277,14 +279,24 @@ def test_delete_expired_files_below_min_offset(tmp_path):
     assert len(svc.files) == 1
 
 
-def test_default_sized_file_is_sparse(tmp_path):
-    """A default 420 MB index file occupies almost no disk until written."""
-    f = IndexFile(str(tmp_path / "big"), create=True)
-    f.put_key("T#k", 0, T0)
+def test_new_file_reserves_its_blocks(tmp_path):
+    """A new index file has every block allocated (no hole for a write to SIGBUS into)."""
+    f = IndexFile(str(tmp_path / "f"), 1000, 4000, create=True)
+    size = f.file_size
     f.close()
-    st_ = os.stat(tmp_path / "big")
-    assert st_.st_size == 420_000_040
-    assert st_.st_blocks * 512 < 1_000_000
+    assert os.stat(tmp_path / "f").st_blocks * 512 >= size
+
+
+def test_full_disk_at_creation_is_an_index_file_error(tmp_path, monkeypatch):
+    """ENOSPC reserving a new index file raises IndexFileError and leaves no file."""
+
+    def no_space(fd, off, size):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", no_space)
+    with pytest.raises(IndexFileError, match="no space left"):
+        IndexFile(str(tmp_path / "f"), 10, 40, create=True)
+    assert not os.listdir(tmp_path)
 
 
 def test_flush_returns_newest_index_timestamp(tmp_path):
