@@ -1,4 +1,8 @@
-"""PNG charts with matplotlib's Agg backend (no display needed)."""
+"""PNG charts with matplotlib's Agg backend (no display needed).
+
+Every chart's y axis is a count (messages, bytes, offsets, milliseconds): whole-number ticks
+only, and a series that is all zero is drawn from 0 to 1 rather than matplotlib's ±0.055.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from rocketmq_emu.reports.report import Chart  # noqa: E402
 
@@ -27,6 +32,19 @@ def render(chart: Chart, path: str) -> None:
         plt.close(fig)
 
 
+def count_axis(ax: Any, values: pd.DataFrame | pd.Series) -> None:
+    """Make ``ax``'s y axis fit the counts ``values``: integer ticks, starting at 0 when nothing
+    is negative, and 0..1 when every value is zero (or missing)."""
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    frame = values.to_frame() if isinstance(values, pd.Series) else values
+    nums = frame.apply(pd.to_numeric, errors="coerce").stack().dropna()
+    if nums.empty or (nums == 0).all():
+        ax.set_ylim(0, 1)
+    elif nums.min() >= 0:
+        # A count axis starting above 0 (a line of 1..3 drawn from 0.9) exaggerates changes.
+        ax.set_ylim(bottom=0)
+
+
 def bars(df: pd.DataFrame, label: str, values: list[str], ylabel: str = "") -> Callable[[Any], None]:
     """A drawing function: grouped bars of ``values`` per ``label`` row."""
 
@@ -41,6 +59,7 @@ def bars(df: pd.DataFrame, label: str, values: list[str], ylabel: str = "") -> C
         ax.set_xticks([x + width * (len(values) - 1) / 2 for x in xs])
         ax.set_xticklabels([str(v) for v in df[label]], rotation=30, ha="right", fontsize=8)
         ax.set_ylabel(ylabel)
+        count_axis(ax, df[values])
         if len(values) > 1:
             ax.legend(fontsize=8)
 
@@ -57,6 +76,7 @@ def lines(df: pd.DataFrame, x: str, y: str, series: str, ylabel: str = "") -> Ca
         for name, part in df.sort_values(x).groupby(series, sort=True):
             ax.plot(part[x], part[y], marker=".", label=str(name))
         ax.set_ylabel(ylabel)
+        count_axis(ax, df[y])
         ax.legend(fontsize=7)
         for tick in ax.get_xticklabels():
             tick.set_rotation(30)
