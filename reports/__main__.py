@@ -1,4 +1,4 @@
-"""``python -m reports NAME --store DIR``: the report command without the broker CLI."""
+"""``python -m rocketmq_emu.reports NAME --store DIR``: the report command without the broker CLI."""
 
 import sys
 

@@ -1,7 +1,7 @@
 """``rmq-emu report NAME --store DIR [--master URL] [--out DIR]``.
 
-``broker/cli.py`` hooks this in with :func:`add_parser` / :func:`main`; ``python -m reports``
-runs it alone (:func:`run_argv`).
+``broker/cli.py`` hooks this in with :func:`add_parser` / :func:`main`;
+``python -m rocketmq_emu.reports`` runs it alone (:func:`run_argv`).
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the report(s) named in ``args``; print where each was written."""
-    from rocketmq_emu.reports.report import Progress, write_report
+    """Run the report(s) named in ``args``; print where each was written. ``all`` also writes
+    ``index.html`` in the output directory, linking the four pages."""
+    from rocketmq_emu.reports.report import Progress, write_index, write_report
     from rocketmq_emu.reports.session import get_session
 
     if not os.path.isdir(args.store):
@@ -56,6 +57,7 @@ def main(args: argparse.Namespace) -> int:
     # A session already running in this process (tests, notebooks) is used and left running.
     owned = SparkSession.getActiveSession() is None
     spark = get_session(args.master)
+    written = []
     try:
         for name in names:
             job = importlib.import_module(f"rocketmq_emu.reports.jobs.{name}")
@@ -63,7 +65,10 @@ def main(args: argparse.Namespace) -> int:
             report = job.run(spark, args.store, progress, delay_levels=args.delay_levels)
             with progress.stage("write Parquet, CSV, PNG and HTML"):
                 page = write_report(report, args.out)
+            written.append((report, page))
             print(f"{name}: {page}")
+        if args.name == "all":
+            print(f"all: {write_index(written, args.out)}")
     finally:
         if owned:
             spark.stop()
@@ -71,7 +76,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def run_argv(argv: list[str] | None = None) -> int:
-    """Standalone entry point (``python -m reports traffic --store DIR``)."""
+    """Standalone entry point (``python -m rocketmq_emu.reports traffic --store DIR``)."""
     parser = configure(argparse.ArgumentParser(prog="rmq-emu report"))
     return main(parser.parse_args(argv))
 

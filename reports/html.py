@@ -1,4 +1,5 @@
-"""The one-page HTML summary: summary lines, embedded PNG charts, the tables (first rows)."""
+"""The one-page HTML summary of a report (summary lines, embedded PNG charts, the tables' first
+rows), and the index page linking several reports (``rmq-emu report all``)."""
 
 from __future__ import annotations
 
@@ -44,5 +45,25 @@ def render(report: Report, images: dict[str, str]) -> str:
         parts.append(shown.to_html(index=False, border=0, na_rep=""))
     for note in report.notes:
         parts.append(f"<p class='note'>{esc(note)}</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def render_index(pages: list[tuple[Report, str]]) -> str:
+    """The index page: for each ``(report, link)`` (a URL relative to the page), its title linked
+    to its page, followed by its summary lines."""
+    esc = _html.escape
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    stores = sorted({report.store for report, _ in pages})
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>rmq-emu reports</title><style>{_STYLE}</style></head><body>",
+        "<h1>rmq-emu reports</h1>",
+        f"<p class='note'>store {esc(', '.join(stores))} &middot; generated {now}</p>",
+    ]
+    for report, link in pages:
+        parts.append(f"<h2><a href='{esc(link)}'>{esc(report.title)}</a></h2>")
+        if report.summary:
+            parts.append("<ul>" + "".join(f"<li>{esc(s)}</li>" for s in report.summary) + "</ul>")
     parts.append("</body></html>")
     return "\n".join(parts)

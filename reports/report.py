@@ -2,7 +2,8 @@
 
 A job returns a :class:`Report` (small pandas tables, charts, summary lines);
 :func:`write_report` writes every table as Parquet and CSV, the charts as PNG and a one-page
-``index.html`` embedding them (:mod:`rocketmq_emu.reports.html`).
+``index.html`` embedding them (:mod:`rocketmq_emu.reports.html`); :func:`write_index` a top-level
+``index.html`` linking several reports' pages.
 """
 
 from __future__ import annotations
@@ -96,3 +97,17 @@ def write_report(report: Report, out_dir: str) -> str:
         fh.write(html.render(report, images))
     log.info("report %s written to %s", report.name, target)
     return page
+
+
+def write_index(pages: list[tuple[Report, str]], out_dir: str) -> str:
+    """Write ``out_dir/index.html`` linking each ``(report, page path)`` written by
+    :func:`write_report`; return its path."""
+    from rocketmq_emu.reports import html
+
+    os.makedirs(out_dir, exist_ok=True)
+    # Relative links, so the output directory can be moved or served as it is.
+    links = [(report, os.path.relpath(page, out_dir).replace(os.sep, "/")) for report, page in pages]
+    index = os.path.join(out_dir, "index.html")
+    with open(index, "w", encoding="utf-8") as fh:
+        fh.write(html.render_index(links))
+    return index

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
+import re
 
 import pandas as pd
 import pytest
@@ -114,21 +116,40 @@ def test_retries_and_dlq_counts(spark, store, tmp_path):
         assert pd.read_csv(tmp_path / "retries" / f"{name}.csv").shape[0] == len(report.tables[name])
 
 
-def test_report_command_writes_every_output(spark, store, tmp_path, capsys):
-    """`rmq-emu report consumers` writes Parquet, CSV, PNG and index.html and prints progress."""
+@pytest.fixture(scope="module")
+def report_all(spark, store, tmp_path_factory):
+    """`rmq-emu report all` run once through the CLI: its output directory, stdout and stderr."""
     from rocketmq_emu.reports import cli
 
+    out = tmp_path_factory.mktemp("report-all")
     parser = argparse.ArgumentParser()
     cli.add_parser(parser.add_subparsers())
-    args = parser.parse_args(["report", "consumers", "--store", store.root,
-                              "--out", str(tmp_path), "--master", "local[2]"])
-    assert args.func(args) == 0
-    captured = capsys.readouterr()
-    assert "[consumers 1/5]" in captured.err and "done in" in captured.err
-    assert str(tmp_path / "consumers" / "index.html") in captured.out
-    files = set(os.listdir(tmp_path / "consumers"))
+    args = parser.parse_args(["report", "all", "--store", store.root,
+                              "--out", str(out), "--master", "local[2]"])
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        assert args.func(args) == 0
+    return out, stdout.getvalue(), stderr.getvalue()
+
+
+def test_report_command_writes_every_output(spark, report_all):
+    """`rmq-emu report` writes Parquet, CSV, PNG and index.html per report and prints progress."""
+    out, stdout, stderr = report_all
+    assert "[consumers 1/5]" in stderr and "done in" in stderr
+    assert str(out / "consumers" / "index.html") in stdout
+    files = set(os.listdir(out / "consumers"))
     assert {"index.html", "lag_by_group.parquet", "lag_by_group.csv", "lag_by_group.png"} <= files
     assert spark.range(3).count() == 3  # the shared session survived
+
+
+def test_report_all_writes_an_index_linking_the_four_reports(report_all):
+    """`rmq-emu report all` writes index.html in the output directory linking each report's page."""
+    out, stdout, _ = report_all
+    index = out / "index.html"
+    assert f"all: {index}" in stdout
+    links = re.findall(r"href='([^']+)'", index.read_text(encoding="utf-8"))
+    assert links == [f"{name}/index.html" for name in ("traffic", "delays", "consumers", "retries")]
+    assert all((out / link).is_file() for link in links)
 
 
 def test_consumer_offsets_accept_fastjson_unquoted_keys(tmp_path):
