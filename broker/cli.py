@@ -8,11 +8,20 @@ A missing optional module is skipped, so the CLI works while areas are still bei
 ``rmq-emu up`` runs a name server and a broker in one process on the default reactor; Ctrl-C or
 SIGTERM stops both cleanly (the broker unregisters, the store is flushed and its ``abort`` marker
 removed) and the exit status is 0.
+
+An expected startup failure (a port in use, a locked or unwritable store, a bad ``broker.conf``
+value, an unusable store config file) prints one line naming the cause and what to do, and exits
+non-zero (:mod:`rocketmq_emu.broker.cli_errors`); ``--debug`` adds the traceback.
+
+Importing this module and building the parser import no area's code: each subcommand's module
+is imported when that subcommand runs (``--help`` and ``up`` stay fast, and ``report`` can say
+which extra to install instead of failing on a missing pyspark).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import importlib
 import logging
@@ -20,6 +29,8 @@ import os
 import signal
 import sys
 from typing import Any
+
+from rocketmq_emu.broker.cli_errors import PortRole, describe_startup_failure
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +64,10 @@ def load_config(conf: str | None, *, store: str | None = None, port: int | None 
             loaded = load_broker_conf(conf)
         except FileNotFoundError:
             raise CliError(f"{conf}: no such file") from None
+        except OSError as e:
+            raise CliError(f"{conf}: cannot read: {e.strerror or e}") from None
         except (ConfigError, PropertiesError) as e:
-            raise CliError(str(e)) from None
+            raise CliError(f"{e}; fix that line of the file") from None
         cfg, explicit = loaded.config, loaded.explicit
     else:
         cfg, explicit = BrokerConfig(), set()
@@ -68,6 +81,17 @@ def load_config(conf: str | None, *, store: str | None = None, port: int | None 
     if namesrv is not None:
         cfg.namesrv_addr = namesrv
     return cfg
+
+
+def prepare_store(root: str) -> None:
+    """Create the store root and check it is writable before anything starts listening, so a bad
+    path is one line (``CliError``) rather than a failure halfway through the start."""
+    try:
+        os.makedirs(root, exist_ok=True)
+        if not os.access(root, os.W_OK):
+            raise PermissionError(13, os.strerror(13), root)
+    except OSError as e:
+        raise CliError(describe_startup_failure(e, [], root)) from None
 
 
 # --- services -----------------------------------------------------------------------------------
@@ -96,16 +120,25 @@ def _stop_all(services: list[Any]) -> Any:
         for svc in reversed(services):
             try:
                 yield defer.maybeDeferred(svc.stop)
-            except Exception:
-                log.exception("error stopping %r", svc)
+            except Exception as e:
+                message = describe_startup_failure(e, [])
+                log.error("error stopping %r%s", svc, f": {message}" if message else "",
+                          exc_info=message is None)
         print("rmq-emu: stopped", flush=True)
 
     return run()
 
 
-def _serve(starter) -> int:
-    """Run ``starter(reactor) -> list of services`` on the default reactor until a signal."""
+def _serve(starter, roles: list[PortRole] | None = None, store_root: str | None = None,
+           debug: bool = False) -> int:
+    """Run ``starter(reactor, services)`` on the default reactor until a signal.
+
+    ``roles`` name the ports the start listens on and ``store_root`` the store, so that an
+    expected failure is one line on stderr (exit status 1); ``debug`` adds the traceback.
+    """
     from twisted.internet import defer, reactor
+
+    from rocketmq_emu.broker.configs.base import ConfigFileError
 
     services: list[Any] = []
     outcome = {"rc": 0}
@@ -122,8 +155,16 @@ def _serve(starter) -> int:
             print(f"rmq-emu: {e}", file=sys.stderr, flush=True)
             outcome["rc"] = 2
             reactor.stop()
-        except Exception:
-            log.exception("rmq-emu: failed to start")
+        except ConfigFileError as e:  # a store's config file and its .bak are both unusable
+            print(f"rmq-emu: cannot start: {e}", file=sys.stderr, flush=True)
+            outcome["rc"] = 1
+            reactor.stop()
+        except Exception as e:
+            message = describe_startup_failure(e, roles or [], store_root)
+            if message is None or debug:
+                log.error("rmq-emu: failed to start", exc_info=True)
+            if message is not None:
+                print(f"rmq-emu: {message}", file=sys.stderr, flush=True)
             outcome["rc"] = 1
             reactor.stop()
 
@@ -152,11 +193,18 @@ def cmd_up(args: argparse.Namespace) -> int:
     """Name server + broker in one process."""
     cfg = load_config(args.config, store=args.store, port=args.broker_port,
                       namesrv=f"{args.host}:{args.namesrv_port}", default_store=DEFAULT_UP_STORE)
+    prepare_store(cfg.store_path_root_dir)
+    roles = [PortRole(args.namesrv_port, "name server port", "--namesrv-port"),
+             *_broker_roles(cfg.listen_port, "--broker-port")]
+    if getattr(args, "control_port", None) is not None:
+        roles.append(PortRole(args.control_port, "control API port", "--control-port"))
+    serve = functools.partial(_serve, roles=roles, store_root=cfg.store_path_root_dir,
+                              debug=args.debug)
     if getattr(args, "control_port", None) is not None:
         # Owned by client/: the same services plus a controllable clock and the HTTP control API.
         from rocketmq_emu.client.control_api import up_with_control
 
-        return up_with_control(args, cfg, _serve, _announce)
+        return up_with_control(args, cfg, serve, _announce)
 
     from twisted.internet import defer
 
@@ -171,7 +219,14 @@ def cmd_up(args: argparse.Namespace) -> int:
         yield _maybe_start(broker)
         _announce(cfg, args.host, namesrv=cfg.namesrv_addr)
 
-    return _serve(starter)
+    return serve(starter)
+
+
+def _broker_roles(listen_port: int, option: str) -> list[PortRole]:
+    """The broker's port and its VIP channel port (``listenPort - 2``, BrokerController's
+    ``fastRemotingServer``)."""
+    return [PortRole(listen_port, "broker port", option),
+            PortRole(listen_port - 2, "the broker's VIP channel port, listenPort-2", option)]
 
 
 def cmd_namesrv(args: argparse.Namespace) -> int:
@@ -187,12 +242,13 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
         print(f"rmq-emu: name server listening on {args.host}:{namesrv.port}", flush=True)
         print("rmq-emu: ready (Ctrl-C to stop)", flush=True)
 
-    return _serve(starter)
+    return _serve(starter, [PortRole(args.port, "name server port", "--port")], debug=args.debug)
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
     """A broker alone, registering with the name server(s) of ``-n`` or ``namesrvAddr``."""
     cfg = load_config(args.config, store=args.store, port=args.port, namesrv=args.namesrv)
+    prepare_store(cfg.store_path_root_dir)
     if not cfg.namesrv_addrs():
         log.warning("no name server (-n or namesrvAddr): clients will not find this broker")
 
@@ -205,7 +261,8 @@ def cmd_broker(args: argparse.Namespace) -> int:
         yield _maybe_start(broker)
         _announce(cfg, args.host, namesrv=cfg.namesrv_addr)
 
-    return _serve(starter)
+    return _serve(starter, _broker_roles(cfg.listen_port, "--port"), cfg.store_path_root_dir,
+                  debug=args.debug)
 
 
 def _maybe_start(service: Any) -> Any:
@@ -239,6 +296,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
     up.add_argument("--control-port", type=int, default=None, metavar="N",
                     help="serve the HTTP control API (clock, faults, request log) on 127.0.0.1:N")
+    up.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                    help="show the traceback of a startup failure")
     up.set_defaults(func=cmd_up)
 
     ns = subparsers.add_parser("namesrv", help="a name server alone")
@@ -246,6 +305,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ns.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
     ns.add_argument("--kv-config", metavar="PATH",
                     help="persist KV config here (default: in memory only)")
+    ns.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                    help="show the traceback of a startup failure")
     ns.set_defaults(func=cmd_namesrv)
 
     br = subparsers.add_parser("broker", help="a broker alone")
@@ -255,6 +316,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     br.add_argument("--store", help="store directory (overrides storePathRootDir)")
     br.add_argument("--port", type=int, default=None, help="listenPort (overrides broker.conf)")
     br.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
+    br.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                    help="show the traceback of a startup failure")
     br.set_defaults(func=cmd_broker)
 
 
@@ -264,6 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rmq-emu", description="RocketMQ-compatible name server and broker (emulator).")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more logging (-v info, -vv debug)")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of a startup failure (and debug logging)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, required in SUBCOMMAND_MODULES:
         if name == __name__ or name == "rocketmq_emu.broker.cli":
@@ -283,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the ``rmq-emu`` command."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG
+    verbose = 2 if args.debug else args.verbose
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not getattr(args, "func", None):
         parser.print_help()

@@ -7,7 +7,8 @@ One import point for the store facade and the processors; the code lives in ``br
 * ``delayOffset.json``       -> :class:`DelayOffsetManager` (``{"offsetTable":{level:offset}}``)
 * ``subscriptionGroup.json`` -> :class:`SubscriptionGroupManager` (``SubscriptionGroupWrapper``)
 
-Every manager has ``load() -> bool`` (falls back to ``<file>.bak`` when the file is corrupt) and
+Every manager has ``load() -> bool`` (falls back to ``<file>.bak`` when the file is corrupt; skips
+a bad entry with a warning) and
 ``persist() -> bool`` (tmp + fsync + rename, previous content kept in ``.bak``).
 """
 
@@ -75,7 +76,8 @@ def open_config_managers(
     ``topic_options`` override it.
 
     Returns ``{"topic_config", "consumer_offsets", "delay_offsets", "subscription_groups"}``;
-    raises :class:`ConfigFileError` naming the file when a file and its backup are both unusable.
+    raises :class:`ConfigFileError` (one line naming the file and why) when a file and its backup
+    are both unusable. A bad entry inside a file is skipped with a warning, not an error.
     """
     options = {}
     if broker_config is not None:
@@ -98,5 +100,6 @@ def open_config_managers(
     }
     for m in managers.values():
         if not m.load():
-            raise ConfigFileError(f"{m.path}: neither the file nor {m.bak_path} can be loaded")
+            raise ConfigFileError(m.load_error
+                                  or f"{m.path}: neither the file nor {m.bak_path} can be loaded")
     return managers

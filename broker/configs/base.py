@@ -4,6 +4,8 @@ Mirrors RocketMQ ``common/ConfigManager.java`` and ``MixAll.string2File``:
 
 * **load**: read the file; if it is missing or empty, or cannot be parsed, load ``<file>.bak``
   instead (the failure is logged naming the file and the reason). Missing both is a fresh start.
+  One bad entry of a table (a topic, a group, an offset) is skipped with a warning naming the
+  file and the entry; it never makes the whole file, and so the store, unusable.
 * **persist**: write ``<file>.tmp``, copy the current file to ``<file>.bak``, rename the temporary
   file over the original. Here the temporary and backup copies are fsynced and renamed, so a crash
   at any point leaves a complete ``<file>`` or a complete ``<file>.bak``. The document is encoded
@@ -87,6 +89,21 @@ class ConfigFileError(Exception):
     """A config file that cannot be parsed or applied; the message names the file and why."""
 
 
+def is_blank(name: object) -> bool:
+    """``UtilAll.isBlank`` for a topic or group name read from a file or a request: missing,
+    empty or only whitespace."""
+    return not isinstance(name, str) or not name.strip()
+
+
+#: What a bad entry raises while it is parsed (the entry is skipped, the file still loads).
+ENTRY_ERRORS = (ValueError, TypeError, KeyError, AttributeError, OverflowError)
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's message on one line (orjson and OSError messages can embed newlines)."""
+    return " ".join(str(exc).split())
+
+
 def _write_file_synced(path: str, data: bytes) -> None:
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
@@ -121,6 +138,12 @@ class ConfigManager:
         # Set when load() found the main file corrupt: the next persist must not copy that
         # corrupt content over the good .bak it was recovered from.
         self._main_corrupt = False
+        #: The file being read by :meth:`load` (named in the warnings about skipped entries).
+        self._loading = path
+        #: Why :meth:`load` last failed (one line naming both files), or None.
+        self.load_error: str | None = None
+        #: ``(file, entry, reason)`` of every entry :meth:`load` skipped.
+        self.skipped: list[tuple[str, str, str]] = []
         #: ``submit(fn, *args) -> Deferred`` running the blocking part of :meth:`persist` (the
         #: store's :class:`~broker.commitlog.disk_sync.DiskSyncer`); None: inline.
         self.writer = None
@@ -139,9 +162,43 @@ class ConfigManager:
         """Apply a parsed document (merging into the defaults, like ``putAll`` in Java)."""
         raise NotImplementedError
 
+    # --- entry-by-entry decoding (for subclasses' decode) ------------------------------------
+    def skip_entry(self, what: str, key: object, reason: object) -> None:
+        """Log and record that one entry of the file being loaded is ignored."""
+        self.skipped.append((self._loading, f"{what} {key!r}", str(reason)))
+        log.warning("config file %s: skipping %s %r (%s); the rest of the file is loaded",
+                    self._loading, what, key, reason)
+
+    def decode_table(self, table: Any, what: str,
+                     parse: Callable[[str, Any], Any]) -> dict[str, Any]:
+        """``{key: parse(key, value)}`` for a JSON object; an entry whose ``parse`` raises one of
+        :data:`ENTRY_ERRORS` is skipped (:meth:`skip_entry`). A missing table is empty; a table
+        that is not an object makes the file unusable (TypeError)."""
+        if table is None:
+            return {}
+        if not isinstance(table, dict):
+            raise TypeError(f"{what} table must be an object, got {type(table).__name__}")
+        out: dict[str, Any] = {}
+        for key, value in table.items():
+            try:
+                out[key] = parse(key, value)
+            except ENTRY_ERRORS as exc:
+                self.skip_entry(what, key, exc)
+        return out
+
+    def assign_data_version(self, version: DataVersion, doc: Any) -> None:
+        """Take the file's ``dataVersion``; a malformed one is ignored with a warning (the
+        counter only tells the name server that something changed)."""
+        try:
+            version.assign(doc)
+        except ENTRY_ERRORS as exc:
+            self.skip_entry("dataVersion", doc, exc)
+
     # --- load / persist ---------------------------------------------------------------------
     def _load_one(self, path: str) -> bool | None:
-        """True: loaded; None: missing or empty; raises on corrupt content."""
+        """True: loaded; None: missing or empty; raises on corrupt content (ConfigFileError
+        saying why, without the path: the caller names the file)."""
+        self._loading = path
         try:
             with open(path, "rb") as f:
                 data = f.read()
@@ -152,20 +209,24 @@ class ConfigManager:
         try:
             doc = jsonutil.loads(data)
         except ValueError as exc:  # orjson.JSONDecodeError is a ValueError
-            raise ConfigFileError(f"{path}: not valid JSON: {exc}") from exc
+            raise ConfigFileError(f"not valid JSON: {exc}") from exc
         if not isinstance(doc, dict):
-            raise ConfigFileError(f"{path}: expected a JSON object, got {type(doc).__name__}")
+            raise ConfigFileError(f"expected a JSON object, got {type(doc).__name__}")
         try:
             self.decode(doc)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise ConfigFileError(f"{path}: unexpected content: {exc!r}") from exc
+        except ENTRY_ERRORS as exc:
+            raise ConfigFileError(f"unexpected content: {exc!r}") from exc
         return True
 
     def load(self) -> bool:
         """Load the file, else its ``.bak``; False only if neither can be used.
 
-        A fresh store (neither file present) loads the defaults and returns True.
+        A fresh store (neither file present) loads the defaults and returns True. On False,
+        nothing is logged: :attr:`load_error` says why in one line naming both files, for the
+        caller to report.
         """
+        self.load_error = None
+        main_state = "missing or empty"
         try:
             if self._load_one(self.path):
                 log.info("loaded %s", self.path)
@@ -173,15 +234,21 @@ class ConfigManager:
             log.info("%s missing or empty, trying %s", self.path, self.bak_path)
         except (ConfigFileError, OSError) as exc:
             self._main_corrupt = True
-            log.error("config file %s is unusable (%s); trying backup %s",
-                      self.path, exc, self.bak_path)
+            main_state = f"unusable ({_one_line(exc)})"
         try:
-            if self._load_one(self.bak_path):
-                log.warning("loaded backup %s", self.bak_path)
-            return True
+            loaded = self._load_one(self.bak_path)
         except (ConfigFileError, OSError) as exc:
-            log.error("backup config file %s is unusable too (%s)", self.bak_path, exc)
+            self.load_error = (f"config file {self.path} is {main_state} and its backup "
+                               f"{self.bak_path} is unusable ({_one_line(exc)})")
             return False
+        if self._main_corrupt:
+            # ConfigManager.loadBak: a missing backup still counts as loaded (the defaults).
+            log.error("config file %s is %s; %s", self.path, main_state,
+                      f"loaded its backup {self.bak_path}" if loaded
+                      else f"no backup {self.bak_path} either: starting from the defaults")
+        elif loaded:
+            log.warning("loaded backup %s", self.bak_path)
+        return True
 
     def to_bytes(self) -> bytes:
         """The file's bytes: sorted keys, indented, integer keys quoted."""

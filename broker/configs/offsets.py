@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from rocketmq_emu.broker.configs.base import ConfigManager
+from rocketmq_emu.broker.configs.base import ConfigManager, is_blank
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +29,16 @@ log = logging.getLogger(__name__)
 TOPIC_GROUP_SEPARATOR = "@"
 
 
-def _int_key_table(table: Any, what: str) -> dict[int, int]:
-    if not isinstance(table, dict):
-        raise TypeError(f"{what} must be an object, got {type(table).__name__}")
-    return {int(k): int(v) for k, v in table.items()}
+def _offset(value: Any) -> int:
+    """A stored offset (fastjson writes longs); ``true`` or ``1.5`` is not one."""
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise TypeError(f"offset must be an integer, got {value!r}")
+    return int(value)
+
+
+def _queue_id(key: Any) -> int:
+    """A queue id or delay level key: ``0`` (fastjson) or ``"0"`` (quoted)."""
+    return int(key)
 
 
 class ConsumerOffsetManager(ConfigManager):
@@ -58,13 +64,23 @@ class ConsumerOffsetManager(ConfigManager):
         }
 
     def decode(self, doc: Any) -> None:
-        """Replace the table by the file's."""
-        table = doc.get("offsetTable") or {}
-        if not isinstance(table, dict):
-            raise TypeError("offsetTable must be an object")
-        self.offset_table = {
-            str(k): _int_key_table(v, f"offsetTable[{k!r}]") for k, v in table.items()
-        }
+        """Replace the table by the file's; a key that is not ``topic@group`` with both parts
+        non-blank, or a queue entry that is not ``queueId: offset``, is skipped."""
+        def parse_key(key: str, queues: Any) -> dict[str, Any]:
+            topic, sep, group = key.partition(TOPIC_GROUP_SEPARATOR)
+            if not sep or is_blank(topic) or is_blank(group):
+                raise ValueError("not <topic>@<group>")
+            if not isinstance(queues, dict):
+                raise TypeError(f"expected an object of queue offsets, got {queues!r}")
+            return queues
+
+        table = self.decode_table(doc.get("offsetTable"), "consumer offsets", parse_key)
+        self.offset_table = {}
+        for key, queues in table.items():
+            parsed = self.decode_table(
+                {str(q): v for q, v in queues.items()}, f"{key} queue",
+                lambda q, v: (_queue_id(q), _offset(v)))
+            self.offset_table[key] = dict(parsed.values())
 
     # --- offsets ----------------------------------------------------------------------------
     def commit_offset(
@@ -72,8 +88,15 @@ class ConsumerOffsetManager(ConfigManager):
     ) -> None:
         """Store ``offset`` (UPDATE_CONSUMER_OFFSET / pull's commitOffset).
 
-        A smaller offset than the stored one is accepted (a reset) and logged, as in Java.
+        A smaller offset than the stored one is accepted (a reset) and logged, as in Java. A
+        blank topic or group is not stored (logged): 4.9.8's ``ConsumerOffsetManager`` keeps
+        ``"T@"``, an entry no consumer can query and the loader here skips.
         """
+        if is_blank(topic) or is_blank(group):
+            log.warning("ignoring consumer offset with a blank topic or group: client %s "
+                        "group %r topic %r queue %d offset %d",
+                        client_host, group, topic, queue_id, offset)
+            return
         table = self.offset_table.setdefault(self.key(topic, group), {})
         prev = table.get(queue_id)
         if prev is not None and offset < prev:
@@ -156,8 +179,10 @@ class DelayOffsetManager(ConfigManager):
         return {"offsetTable": {str(k): v for k, v in sorted(self.offset_table.items())}}
 
     def decode(self, doc: Any) -> None:
-        """Replace the table by the file's."""
-        self.offset_table = _int_key_table(doc.get("offsetTable") or {}, "offsetTable")
+        """Replace the table by the file's; an entry that is not ``level: offset`` is skipped."""
+        table = self.decode_table(doc.get("offsetTable"), "delay level",
+                                  lambda k, v: (_queue_id(k), _offset(v)))
+        self.offset_table = dict(table.values())
 
     def query_offset(self, level: int) -> int:
         """The level's next offset to deliver, 0 if none yet (``ScheduleMessageService.start``)."""

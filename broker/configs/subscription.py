@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocketmq_emu.broker.configs.base import ConfigManager, DataVersion, clock_millis
+from rocketmq_emu.broker.configs.base import ConfigManager, DataVersion, clock_millis, is_blank
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class SubscriptionGroupConfig:
         if not isinstance(doc, dict):
             raise TypeError(f"subscription group must be an object, got {type(doc).__name__}")
         group = doc.get("groupName", name)
-        if not group:
+        if is_blank(group):
             raise ValueError("subscription group without groupName")
         cfg = cls(str(group))
         for json_name, (attr, default) in _FIELDS.items():
@@ -115,17 +115,30 @@ class SubscriptionGroupManager(ConfigManager):
         }
 
     def decode(self, doc: Any) -> None:
-        """Merge the file's groups over the built-in ones and take its data version."""
-        table = doc.get("subscriptionGroupTable") or {}
-        if not isinstance(table, dict):
-            raise TypeError("subscriptionGroupTable must be an object")
-        parsed = {n: SubscriptionGroupConfig.from_json(c, n) for n, c in table.items()}
-        self.subscription_group_table.update(parsed)
-        self.data_version.assign(doc.get("dataVersion"))
+        """Merge the file's groups over the built-in ones and take its data version; a group
+        without a name (RocketMQ 4.9.8 itself persists ``""``, see
+        :meth:`find_subscription_group_config`) or with a malformed field is skipped."""
+        def parse(name: str, cfg: Any) -> SubscriptionGroupConfig:
+            if is_blank(name):
+                raise ValueError("blank group name")
+            return SubscriptionGroupConfig.from_json(cfg, name)
 
-    def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
+        self.subscription_group_table.update(
+            self.decode_table(doc.get("subscriptionGroupTable"), "subscription group", parse))
+        self.assign_data_version(self.data_version, doc.get("dataVersion"))
+
+    def find_subscription_group_config(self, group: str | None) -> SubscriptionGroupConfig | None:
         """The group's config; created with defaults (and persisted) when auto-creation is on or
-        the group is a ``CID_RMQ_SYS_`` system group, else None."""
+        the group is a ``CID_RMQ_SYS_`` system group, else None.
+
+        A blank name never creates a group. 4.9.8's ``SubscriptionGroupManager`` would create and
+        persist ``""`` (the C++ producers' UNREGISTER_CLIENT carries ``consumerGroup=""``); later
+        RocketMQ versions check ``TopicValidator.validateGroup`` first and answer null, as here.
+        Other names are not checked: 4.9.8 accepts any, and clients that skip
+        ``Validators.checkGroup`` (the C++ ones) rely on it.
+        """
+        if is_blank(group):
+            return None
         cfg = self.subscription_group_table.get(group)
         if cfg is None and (self.auto_create_subscription_group or is_sys_consumer_group(group)):
             cfg = SubscriptionGroupConfig(group)
@@ -136,7 +149,11 @@ class SubscriptionGroupManager(ConfigManager):
         return cfg
 
     def update_subscription_group_config(self, cfg: SubscriptionGroupConfig) -> None:
-        """Create or replace a group (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP) and persist."""
+        """Create or replace a group (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP) and persist.
+
+        Raises ValueError for a blank name (it could not be loaded again)."""
+        if is_blank(cfg.group_name):
+            raise ValueError("the specified group is blank")
         old = self.subscription_group_table.get(cfg.group_name)
         self.subscription_group_table[cfg.group_name] = cfg
         log.info("%s subscription group %s", "update" if old else "create", cfg)

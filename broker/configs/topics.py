@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocketmq_emu.broker.configs.base import ConfigManager, DataVersion, clock_millis
+from rocketmq_emu.broker.configs.base import ConfigManager, DataVersion, clock_millis, is_blank
 from rocketmq_emu.broker.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     DLQ_GROUP_TOPIC_PREFIX,
@@ -115,7 +115,7 @@ class TopicConfig:
         if not isinstance(doc, dict):
             raise TypeError(f"topic config must be an object, got {type(doc).__name__}")
         topic = doc.get("topicName", name)
-        if not topic:
+        if is_blank(topic):
             raise ValueError("topic config without topicName")
         return cls(
             topic_name=str(topic),
@@ -186,13 +186,16 @@ class TopicConfigManager(ConfigManager):
         return self.build_topic_config_serialize_wrapper()
 
     def decode(self, doc: Any) -> None:
-        """Merge the file's topics over the built-in ones and take its data version."""
-        table = doc.get("topicConfigTable") or {}
-        if not isinstance(table, dict):
-            raise TypeError("topicConfigTable must be an object")
-        parsed = {name: TopicConfig.from_json(tc, name) for name, tc in table.items()}
-        self.topic_config_table.update(parsed)
-        self.data_version.assign(doc.get("dataVersion"))
+        """Merge the file's topics over the built-in ones and take its data version; a topic
+        without a name or with a malformed field is skipped."""
+        def parse(name: str, tc: Any) -> TopicConfig:
+            if is_blank(name):
+                raise ValueError("blank topic name")
+            return TopicConfig.from_json(tc, name)
+
+        self.topic_config_table.update(
+            self.decode_table(doc.get("topicConfigTable"), "topic", parse))
+        self.assign_data_version(self.data_version, doc.get("dataVersion"))
 
     def build_topic_config_serialize_wrapper(self) -> dict[str, Any]:
         """The body of GET_ALL_TOPIC_CONFIG / the wrapper inside REGISTER_BROKER."""

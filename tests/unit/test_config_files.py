@@ -216,14 +216,17 @@ def test_empty_file_loads_bak(tmp_path):
     assert m.load() and m.query_offset(2) == 7
 
 
-def test_both_unusable_fails_load(tmp_path, caplog):
-    """When the file and its backup are both corrupt, load returns False naming both."""
+def test_both_unusable_fails_load(tmp_path):
+    """When the file and its backup are both corrupt, load returns False; load_error names both
+    files and both reasons on one line."""
     (tmp_path / "delayOffset.json").write_bytes(b"[1,2]")
-    (tmp_path / "delayOffset.json.bak").write_bytes(b'{"offsetTable":{"x":1}}')
+    (tmp_path / "delayOffset.json.bak").write_bytes(b'{"offsetTable":{"1":')
     m = DelayOffsetManager(str(tmp_path / "delayOffset.json"))
-    with caplog.at_level(logging.ERROR):
-        assert not m.load()
-    assert "delayOffset.json.bak" in caplog.text and "expected a JSON object" in caplog.text
+    assert not m.load()
+    assert m.load_error.startswith(
+        f"config file {tmp_path}/delayOffset.json is unusable (expected a JSON object, got "
+        f"list) and its backup {tmp_path}/delayOffset.json.bak is unusable (not valid JSON: ")
+    assert "\n" not in m.load_error
 
 
 def test_fresh_store_loads_defaults(tmp_path):
