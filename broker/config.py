@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocketmq_emu.broker.properties import parse_properties
+from rocketmq_emu.broker.properties import PropertiesError, parse_properties
 from rocketmq_emu.broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
 from rocketmq_emu.broker.schedule.timer_message import DEFAULT_TIMER_MAX_DELAY_SEC
 
@@ -243,6 +243,8 @@ def config_from_properties(
         items = [(e.key, e.value, e.line) for e in properties]
     cfg = BrokerConfig()
     loaded = LoadedConfig(cfg)
+    #: ``file:line key`` of the entry that set each field (the last one wins, as in Java).
+    wheres: dict[str, str] = {}
     for key, raw, line in items:
         where = f"{source}:{line} {key}" if line else f"{source} {key}"
         f = _FIELDS_BY_JAVA_KEY.get(key)
@@ -255,28 +257,35 @@ def config_from_properties(
             continue
         setattr(cfg, f.name, _convert(raw, f, where))
         loaded.explicit.add(f.name)
-    _validate(cfg, source)
+        wheres[f.name] = where
+    _validate(cfg, lambda name, key: wheres.get(name, f"{source} {key}"))
     return loaded
 
 
-def _validate(cfg: BrokerConfig, source: str) -> None:
+def _validate(cfg: BrokerConfig, where: Any) -> None:
+    """Reject values RocketMQ's broker could not start with; ``where(field, key)`` names the
+    ``file:line key`` that set the field."""
     if cfg.flush_disk_type not in ("ASYNC_FLUSH", "SYNC_FLUSH"):
-        raise ConfigError(
-            f"{source}: flushDiskType {cfg.flush_disk_type!r} must be ASYNC_FLUSH or SYNC_FLUSH"
-        )
+        raise ConfigError(f"{where('flush_disk_type', 'flushDiskType')}: "
+                          f"{cfg.flush_disk_type!r} must be ASYNC_FLUSH or SYNC_FLUSH")
     if not 0 < cfg.listen_port < 65536:
-        raise ConfigError(f"{source}: listenPort {cfg.listen_port} out of range")
+        raise ConfigError(f"{where('listen_port', 'listenPort')}: "
+                          f"{cfg.listen_port} is out of range (1-65535)")
     from rocketmq_emu.broker.schedule.delay_levels import DelayLevelError, parse_delay_levels
 
     try:
         parse_delay_levels(cfg.message_delay_level)
     except DelayLevelError as e:
-        raise ConfigError(f"{source}: {e}") from None
+        raise ConfigError(f"{where('message_delay_level', 'messageDelayLevel')}: {e}") from None
 
 
 def parse_broker_conf(text: str, source: str = "broker.conf") -> LoadedConfig:
-    """Parse the text of a ``broker.conf``."""
-    return config_from_properties(parse_properties(text), source)
+    """Parse the text of a ``broker.conf``; a malformed line is a :class:`ConfigError` too."""
+    try:
+        entries = parse_properties(text)
+    except PropertiesError as e:
+        raise ConfigError(f"{source} {e}") from None
+    return config_from_properties(entries, source)
 
 
 def load_broker_conf(path: str | os.PathLike) -> LoadedConfig:

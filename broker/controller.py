@@ -125,6 +125,12 @@ class BrokerController:
             pass
         else:
             self.register_processor(ResetOffsetProcessor(self.ctx))
+        # Issue 12: the remaining AdminBrokerProcessor codes (303-329).
+        from rocketmq_emu.broker.processors.admin_stats import AdminStatsProcessor
+        from rocketmq_emu.broker.processors.admin_store import AdminStoreProcessor
+
+        self.register_processor(AdminStatsProcessor(self.ctx))
+        self.register_processor(AdminStoreProcessor(self.ctx))
         self.hold_service = PullRequestHoldService(self.clock,
                                                    self.pull_processor.execute_when_wakeup)
         self.ctx.hold_service = self.hold_service
@@ -230,13 +236,17 @@ class BrokerController:
 
     async def _start(self) -> BrokerController:
         if not self.store.loaded and not self.store.load():
-            raise RuntimeError(f"store did not load: {self.store.load_error}")
+            raise RuntimeError(f"store did not load: {self.store.load_error}") \
+                from self.store.load_error
         self.start_listening()
         self.store.start()
         if self.schedule is not None:
             self.schedule.load()
             self.schedule.start()
         self.end_transaction_processor.start()
+        for processor in self.processors:  # e.g. BrokerStatsManager sampling
+            for period, fn in getattr(processor, "periodic_tasks", list)():
+                self._every(period, fn, now=True)
         self._every(CHANNEL_SCAN_PERIOD_S, self.scan_not_active_channels)
         self._every(FLUSH_CONSUMER_OFFSET_PERIOD_S, self.store.consumer_offsets.persist)
         period = max(getattr(self.config, "register_name_server_period", 30_000), 10_000)
@@ -252,6 +262,7 @@ class BrokerController:
         if self._ports:
             return
         cfg = self.config
+        chosen = cfg.listen_port != 0
         port = self.reactor.listenTCP(cfg.listen_port, self.factory, interface=self.host)
         self._ports.append(port)
         actual = port.getHost().port
@@ -263,7 +274,13 @@ class BrokerController:
         if self.enable_vip_channel and actual - 2 > 0:
             try:
                 vip = self.reactor.listenTCP(actual - 2, self.vip_factory, interface=self.host)
-            except Exception as exc:  # CannotListenError: keep serving on the main port
+            except Exception as exc:  # CannotListenError
+                if chosen:
+                    # Java's BrokerController.start fails when fastRemotingServer cannot bind.
+                    port.stopListening()
+                    self._ports.clear()
+                    raise
+                # Port 0 asked for any free port: its neighbour may be taken; serve without.
                 log.warning("cannot listen on the VIP channel port %d: %s", actual - 2, exc)
             else:
                 self._ports.append(vip)

@@ -1,0 +1,88 @@
+"""Startup failures of ``rmq-emu up | namesrv | broker`` as one line: the cause and what to do.
+
+A port in use, a store held by another process, a store path that cannot be created or written,
+a bad ``broker.conf`` value or an unusable store config file (``topics.json`` ...) are expected
+failures: :func:`describe_startup_failure` turns them into one sentence naming the port, the path
+or the file; anything else returns None and is shown with its traceback (a bug).
+Mirrors what ``BrokerStartup`` / ``NamesrvStartup`` do in Java (print the cause, ``exit(-1)``),
+minus the stack trace. Imports nothing heavy: the exception classes are matched by name where
+importing their module would cost start time.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterator
+from typing import Any
+
+
+class PortRole:
+    """What a port is for and the option that changes it (``9876``: name server, --namesrv-port)."""
+
+    def __init__(self, port: int, what: str, option: str) -> None:
+        self.port = port
+        self.what = what
+        self.option = option
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was raised from or during, outermost first."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__ or cur.__context__
+
+
+def _is(exc: BaseException, name: str) -> bool:
+    return any(cls.__name__ == name for cls in type(exc).__mro__)
+
+
+def _port_message(exc: Any, roles: list[PortRole]) -> str:
+    port = exc.port
+    host = exc.interface or "0.0.0.0"
+    role = next((r for r in roles if r.port == port), None)
+    what = f" ({role.what})" if role else ""
+    sock_err = getattr(exc.socketError, "errno", None)
+    if sock_err == errno.EADDRINUSE:
+        why = "address already in use"
+        todo = "stop the process using it"
+    else:
+        why = getattr(exc.socketError, "strerror", None) or str(exc.socketError)
+        todo = "check --host"
+    if role is not None:
+        todo += f" or choose another port with {role.option}"
+    return f"cannot listen on {host}:{port}{what}: {why}; {todo}"
+
+
+def describe_startup_failure(exc: BaseException, roles: list[PortRole],
+                             store_root: str | None = None) -> str | None:
+    """One line for an expected startup failure, or None for an unexpected one (a bug)."""
+    for cause in _causes(exc):
+        if _is(cause, "CannotListenError"):  # twisted.internet.error
+            return _port_message(cause, roles)
+        if _is(cause, "StoreLockedError"):  # broker.commitlog.store_lock
+            lock = os.path.join(store_root, "lock") if store_root else "its lock file"
+            where = f"store {store_root}" if store_root else "the store"
+            return (f"{where} is in use by another running broker (lock held on {lock}); "
+                    "stop that process or use another --store")
+        if _is(cause, "ConfigError"):  # broker.config: names file, line and key
+            return f"{cause}; fix that line of the file"
+        if _is(cause, "ConfigFileError"):  # broker.configs.base: names the JSON file
+            return f"{' '.join(str(cause).split())}; fix or remove that file"
+        if isinstance(cause, OSError) and cause.filename is not None:
+            path = os.fsdecode(cause.filename)
+            why = cause.strerror or str(cause)
+            if store_root and _inside(path, store_root):
+                return (f"cannot create or write the store at {store_root}: {why}: {path}; "
+                        "choose a writable directory with --store (or storePathRootDir)")
+            return f"{why}: {path}"
+    return None
+
+
+def _inside(path: str, root: str) -> bool:
+    path, root = os.path.abspath(path), os.path.abspath(root)
+    # A parent that cannot be created (makedirs of the root fails on it) is the store's problem.
+    return path == root or path.startswith(root + os.sep) or root.startswith(path + os.sep)
