@@ -115,6 +115,9 @@ class ClientManageProcessor:
         if h.producer_group is not None:
             ctx.producer_manager.unregister_producer(h.producer_group, conn)
         if h.consumer_group is not None:
+            # C++ producers (PyPI rocketmq 0.4.4) send consumerGroup="" at shutdown: a blank
+            # group is looked up (None, notify on) but never created, unlike 4.9.8's
+            # SubscriptionGroupManager.findSubscriptionGroupConfig.
             sgc = ctx.subscription_groups.find_subscription_group_config(h.consumer_group)
             notify = sgc.notify_consumer_ids_changed_enable if sgc is not None else True
             ctx.consumer_manager.unregister_consumer(h.consumer_group, conn, notify)
