@@ -4,7 +4,7 @@ topic / queue / offset state, broker stop / restart / unreachable, reset.
 
 Served with ``twisted.web`` on localhost; the OpenAPI 3 description is at ``GET /openapi.json``
 and ``GET /`` points to it. Every answer is JSON (``GET /`` answers HTML to a browser); errors
-are ``{"error": "..."}`` with status 400 or 404.
+are ``{"error": "..."}`` with status 400 or 404, or 503 when a broker fails to (re)start.
 """
 
 from __future__ import annotations
@@ -63,10 +63,10 @@ class ControlResource(resource.Resource):
             ("GET", "messages"): self.messages,
             ("POST", "broker/stop"): lambda req, body: self._done(
                 cluster.stop_broker_async(self._broker(body))),
-            ("POST", "broker/start"): lambda req, body: self._done(
-                cluster.start_broker_async(self._broker(body))),
-            ("POST", "broker/restart"): lambda req, body: self._done(
-                cluster.restart_broker_async(self._broker(body))),
+            ("POST", "broker/start"): lambda req, body: self._starting(
+                "start", cluster.start_broker_async, body),
+            ("POST", "broker/restart"): lambda req, body: self._starting(
+                "restart", cluster.restart_broker_async, body),
             ("POST", "broker/unreachable"): lambda req, body: self._done(
                 cluster.make_unreachable_async(self._broker(body))),
             ("POST", "broker/reachable"): lambda req, body: self._done(
@@ -95,6 +95,9 @@ class ControlResource(resource.Resource):
                 self._finish(request, value, 200)
 
             def failed(f: Any) -> None:
+                if f.check(ApiError):  # an expected failure, already logged in one line
+                    self._finish(request, {"error": str(f.value)}, f.value.status)
+                    return
                 log.error("control API %s %s failed: %s", method, path, f.getTraceback())
                 self._finish(request, {"error": str(f.value)}, 500)
 
@@ -139,6 +142,20 @@ class ControlResource(resource.Resource):
     @staticmethod
     def _done(d: defer.Deferred) -> defer.Deferred:
         return d.addCallback(lambda _: {"ok": True})
+
+    def _starting(self, op: str, start: Callable[[str | None], defer.Deferred],
+                  body: Any) -> defer.Deferred:
+        """Start or restart a broker: ``{"ok": true}``, or ApiError 503 whose message names the
+        broker and the cause (e.g. a store config file and its .bak both unusable)."""
+        name = self._broker(body)
+        broker = self.cluster.slot(name).name
+
+        def failed(f: Any) -> None:
+            cause = " ".join(str(f.value).split()) or type(f.value).__name__
+            log.error("control API: %s of broker %s failed: %s", op, broker, cause)
+            raise ApiError(503, f"{op} of broker {broker!r} failed, it is stopped: {cause}")
+
+        return self._done(start(name)).addErrback(failed)
 
     @staticmethod
     def _query(request: Any) -> dict[str, str]:
