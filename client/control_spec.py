@@ -9,9 +9,10 @@ from typing import Any
 from rocketmq_emu.client.faults import ACTIONS, TARGETS, parse_code
 
 #: Request-code families accepted wherever the API takes a code. Clients send the same request
-#: under different codes (the Java producer SEND_MESSAGE_V2, the C++ clients behind PyPI
-#: ``rocketmq`` / npm ``rocketmq-nodejs`` SEND_MESSAGE, any batch SEND_BATCH_MESSAGE), so a test
-#: asking "what was sent" names the family; RequestCode names and numbers stay exact.
+#: under different codes (captured: PyPI ``rocketmq`` 0.4.4, C++ 1.x, sends SEND_MESSAGE; the
+#: Java 4.9.8 client, ``rocketmq-python-cvs``, npm ``rocketmq-nodejs`` and ``ali-ons`` send
+#: SEND_MESSAGE_V2; Java batches are SEND_BATCH_MESSAGE), so a test asking "what was sent" names
+#: the family. RequestCode names and numbers stay exact, as in RocketMQ itself.
 CODE_FAMILIES: dict[str, tuple[int, ...]] = {"SEND": (10, 310, 320)}
 
 _CODES_DOC = ("request code: a number, a RequestCode name (exact: SEND_MESSAGE is 10 only, "

@@ -73,3 +73,25 @@ def test_real_client_sees_an_injected_system_busy(controlled, tmp_path, pypi_roc
         assert [e["status"] for e in after.events("sent")] == ["OK"], after.diagnostics()
     finally:
         launcher.close()
+
+
+def test_send_family_finds_the_cpp_clients_send_message(controlled, tmp_path, pypi_rocketmq):
+    """PyPI rocketmq 0.4.4 sends SEND_MESSAGE (10): /requests?code=SEND lists it,
+    code=SEND_MESSAGE_V2 does not."""
+    emu, base = controlled
+    launcher = ClientLauncher(tmp_path, emu, pypi_rocketmq, None)
+    try:
+        topic = unique("CtlFamily")
+        since = max([r["seq"] for r in api(base, "GET", "/requests")] or [0])
+        sent = _send(launcher, topic, 1, "family")
+        assert [e["status"] for e in sent.events("sent")] == ["OK"], sent.diagnostics()
+
+        def codes(code: str) -> list[int]:
+            recs = api(base, "GET", f"/requests?since={since}&code={code}")
+            return [r["code"] for r in recs
+                    if (r["ext_fields"].get("topic") or r["ext_fields"].get("b")) == topic]
+
+        assert codes("SEND") == [10]
+        assert codes("SEND_MESSAGE_V2") == []
+    finally:
+        launcher.close()
