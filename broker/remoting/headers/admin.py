@@ -245,6 +245,64 @@ class GetTopicsByClusterRequestHeader(CommandHeader):
     cluster: str | None = req("cluster")
 
 
+@header
+class QueryConsumeTimeSpanRequestHeader(CommandHeader):
+    """QUERY_CONSUME_TIME_SPAN (303)."""
+
+    topic: str | None = req("topic")
+    group: str | None = req("group")
+
+
+@header
+class QueryCorrectionOffsetHeader(CommandHeader):
+    """QUERY_CORRECTION_OFFSET (308); ``filterGroups`` is comma-separated."""
+
+    filter_groups: str | None = opt("filterGroups")
+    compare_group: str | None = req("compareGroup")
+    topic: str | None = req("topic")
+
+
+@header
+class CloneGroupOffsetRequestHeader(CommandHeader):
+    """CLONE_GROUP_OFFSET (314); a blank ``topic`` means every topic of ``srcGroup``."""
+
+    src_group: str | None = req("srcGroup")
+    dest_group: str | None = req("destGroup")
+    topic: str | None = opt("topic")
+    offline: bool = opt("offline", BOOL, False)
+
+
+@header
+class ViewBrokerStatsDataRequestHeader(CommandHeader):
+    """VIEW_BROKER_STATS_DATA (315): a BrokerStatsManager item (``TOPIC_PUT_NUMS`` + topic...)."""
+
+    stats_name: str | None = req("statsName")
+    stats_key: str | None = req("statsKey")
+
+
+@header
+class GetConsumeStatsInBrokerHeader(CommandHeader):
+    """GET_BROKER_CONSUME_STATS (317); the Java field is named ``isOrder`` on the wire."""
+
+    is_order: bool | None = req("isOrder", BOOL)
+
+
+@header
+class QueryConsumeQueueRequestHeader(CommandHeader):
+    """QUERY_CONSUME_QUEUE (321); Java primitives, so a missing number reads as 0."""
+
+    topic: str | None = opt("topic")
+    queue_id: int = opt("queueId", INT, 0)
+    index: int = opt("index", LONG, 0)
+    count: int = opt("count", INT, 0)
+    consumer_group: str | None = opt("consumerGroup")
+
+
+@header
+class GetAllProducerInfoRequestHeader(CommandHeader):
+    """GET_ALL_PRODUCER_INFO (328): no fields."""
+
+
 __all__ = sorted(
     name
     for name, value in list(globals().items())
