@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import logging
 import os
 import sys
@@ -15,7 +16,23 @@ import sys
 from rocketmq_emu.broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
 
 REPORTS = ("traffic", "delays", "consumers", "retries")
+#: What the ``[reports]`` extra installs (setup.cfg); ``report`` checks for them before anything.
+EXTRA_PACKAGES = ("pyspark", "pandas", "pyarrow", "numpy", "matplotlib")
+INSTALL_HINT = "pip install 'rocketmq-emu[reports]'"
 log = logging.getLogger(__name__)
+
+
+def missing_packages() -> list[str]:
+    """The extra's packages that cannot be found (looked up, not imported: no cost)."""
+    missing = []
+    for name in EXTRA_PACKAGES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
 
 
 def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -44,7 +61,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     """Run the report(s) named in ``args``; print where each was written. ``all`` also writes
-    ``index.html`` in the output directory, linking the four pages."""
+    ``index.html`` in the output directory, linking the four pages. Without the ``[reports]``
+    extra: one line saying what to install, exit status 1."""
+    missing = missing_packages()
+    if missing:
+        print(f"rmq-emu report: needs {', '.join(missing)} (not installed): {INSTALL_HINT}",
+              file=sys.stderr)
+        return 1
     from rocketmq_emu.reports.report import Progress, write_index, write_report
     from rocketmq_emu.reports.session import get_session
 
