@@ -3,7 +3,8 @@
 Subcommands are registered by modules, each owning its area: this module registers ``up``,
 ``namesrv`` and ``broker``; other areas plug in through :data:`SUBCOMMAND_MODULES` (a module with
 a ``register(subparsers)`` function that adds its parser and sets ``func=callable(args) -> int``).
-A missing optional module is skipped, so the CLI works while areas are still being written.
+Such a module is imported only when its subcommand is the one being run; otherwise its command is
+listed from the table's help text. A missing optional module is skipped.
 
 ``rmq-emu up`` runs a name server and a broker in one process on the default reactor; Ctrl-C or
 SIGTERM stops both cleanly (the broker unregisters, the store is flushed and its ``abort`` marker
@@ -34,11 +35,11 @@ from rocketmq_emu.broker.cli_errors import PortRole, describe_startup_failure
 
 log = logging.getLogger(__name__)
 
-#: Modules that add subcommands (``register(subparsers)``); optional ones may be absent.
-SUBCOMMAND_MODULES: list[tuple[str, bool]] = [
-    ("rocketmq_emu.broker.cli", True),
-    ("rocketmq_emu.reports.cli", False),
-    ("rocketmq_emu.client.admin_cli", False),
+#: Other areas' subcommands: (command, module with ``register(subparsers)``, one-line help).
+SUBCOMMAND_MODULES: list[tuple[str, str, str]] = [
+    ("report", "rocketmq_emu.reports.cli",
+     "Spark batch reports read from the store files (needs the [reports] extra)"),
+    ("admin", "rocketmq_emu.client.admin_cli", "mqadmin-style administration commands"),
 ]
 
 #: Where ``up`` keeps its data when neither ``--store`` nor ``storePathRootDir`` says:
@@ -321,8 +322,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     br.set_defaults(func=cmd_broker)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``rmq-emu`` parser with every available area's subcommands."""
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The ``rmq-emu`` parser; the other areas' module for the subcommand ``argv`` names (the
+    command line if None) is imported and registers its full parser."""
     parser = argparse.ArgumentParser(
         prog="rmq-emu", description="RocketMQ-compatible name server and broker (emulator).")
     parser.add_argument("-v", "--verbose", action="count", default=0,
@@ -330,23 +332,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of a startup failure (and debug logging)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, required in SUBCOMMAND_MODULES:
-        if name == __name__ or name == "rocketmq_emu.broker.cli":
-            register(subparsers)
+    register(subparsers)
+    chosen = _chosen_command(argv)
+    for command, name, help_text in SUBCOMMAND_MODULES:
+        if command != chosen:
+            # Listed, not imported: `--help` and `up` never pay for another area's imports.
+            subparsers.add_parser(command, help=help_text, add_help=False)
             continue
         try:
             module = importlib.import_module(name)
         except ImportError as e:
-            if required or (e.name and not name.startswith(e.name)):
+            if e.name and not name.startswith(e.name):
                 raise
             continue
         module.register(subparsers)
     return parser
 
 
+def _chosen_command(argv: list[str] | None) -> str | None:
+    """The subcommand named on the command line: the first word that is not an option (the
+    top-level options take no value)."""
+    words = sys.argv[1:] if argv is None else argv
+    return next((w for w in words if not w.startswith("-")), None)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``rmq-emu`` command."""
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     verbose = 2 if args.debug else args.verbose
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
