@@ -4,27 +4,32 @@ Plain (``compressed=false``, the broker default): ``{"filterServerList":[..],
 "topicConfigSerializeWrapper":{"dataVersion":{..},"topicConfigTable":{name:TopicConfig}}}``.
 
 Compressed (``compressedRegister=true``): a zlib (``DeflaterOutputStream``) stream of
-``COMPRESSED_BODY`` below; each topic config is ``TopicConfig.encode()`` text,
+:func:`compressed_body`; each topic config is ``TopicConfig.encode()`` text,
 ``"name read write perm filterType[ attributesJson]"``; ``topicSysFlag`` and ``order`` are not
 carried (they decode as 0 / false, as in Java).
 """
 
 from __future__ import annotations
 
+import functools
 import zlib
 from typing import Any
 
-from construct import ConstructError, GreedyBytes, Int32sb, PascalString, PrefixedArray, Struct
-
 from rocketmq_emu.broker import jsonutil
 
-#: Content of the inflated stream (Java ``DataOutputStream`` ints are big-endian).
-COMPRESSED_BODY = Struct(
-    "data_version" / PascalString(Int32sb, "utf8"),
-    "topic_configs" / PrefixedArray(Int32sb, PascalString(Int32sb, "utf8")),
-    "filter_server_list" / PascalString(Int32sb, "utf8"),
-    "rest" / GreedyBytes,
-)
+
+@functools.cache
+def compressed_body() -> Any:
+    """construct declaration of the inflated stream (Java ``DataOutputStream`` ints are
+    big-endian); built on first use, as only a ``compressedRegister`` broker sends it."""
+    from construct import GreedyBytes, Int32sb, PascalString, PrefixedArray, Struct
+
+    return Struct(
+        "data_version" / PascalString(Int32sb, "utf8"),
+        "topic_configs" / PrefixedArray(Int32sb, PascalString(Int32sb, "utf8")),
+        "filter_server_list" / PascalString(Int32sb, "utf8"),
+        "rest" / GreedyBytes,
+    )
 
 
 class RegisterBodyError(ValueError):
@@ -70,7 +75,12 @@ def decode_register_body(body: bytes, compressed: bool) -> dict[str, Any]:
             wrapper.setdefault("dataVersion", {"counter": 0, "timestamp": 0})
             wrapper.setdefault("topicConfigTable", {})
             return obj
-        parsed = COMPRESSED_BODY.parse(zlib.decompress(body))
+        from construct import ConstructError
+
+        try:
+            parsed = compressed_body().parse(zlib.decompress(body))
+        except ConstructError as exc:
+            raise RegisterBodyError(f"Failed to decode RegisterBrokerBody: {exc}") from None
         table = {}
         for text in parsed.topic_configs:
             cfg = _topic_config_from_text(text)
@@ -88,7 +98,7 @@ def decode_register_body(body: bytes, compressed: bool) -> dict[str, Any]:
         }
     except RegisterBodyError:
         raise
-    except (ValueError, zlib.error, ConstructError, UnicodeDecodeError) as exc:
+    except (ValueError, zlib.error, UnicodeDecodeError) as exc:
         raise RegisterBodyError(f"Failed to decode RegisterBrokerBody: {exc}") from None
 
 
@@ -119,7 +129,7 @@ def encode_register_body(
         if cfg.get("attributes"):
             text += " " + jsonutil.dumps(cfg["attributes"]).decode()
         texts.append(text)
-    raw = COMPRESSED_BODY.build(
+    raw = compressed_body().build(
         dict(
             data_version=jsonutil.dumps(data_version).decode(),
             topic_configs=texts,

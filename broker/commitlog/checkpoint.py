@@ -15,24 +15,34 @@ from __future__ import annotations
 import logging
 import os
 import struct
-
-import construct as cs
+from typing import Any
 
 from rocketmq_emu.broker.commitlog.mapped_file import MappedFileError
+from rocketmq_emu.broker.lazy import lazy_specs
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT_FILE_SIZE = 4096
 
-CHECKPOINT = cs.Struct(
-    "physicMsgTimestamp" / cs.Int64sb,
-    "logicsMsgTimestamp" / cs.Int64sb,
-    "indexMsgTimestamp" / cs.Int64sb,
-    "masterFlushedOffset" / cs.Int64sb,
-    "confirmPhyOffset" / cs.Int64sb,
-    cs.Padding(CHECKPOINT_FILE_SIZE - 40),
-)
-"""construct declaration of the checkpoint file."""
+
+def _specs() -> dict[str, Any]:
+    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
+    import construct as cs
+
+    CHECKPOINT = cs.Struct(
+        "physicMsgTimestamp" / cs.Int64sb,
+        "logicsMsgTimestamp" / cs.Int64sb,
+        "indexMsgTimestamp" / cs.Int64sb,
+        "masterFlushedOffset" / cs.Int64sb,
+        "confirmPhyOffset" / cs.Int64sb,
+        cs.Padding(CHECKPOINT_FILE_SIZE - 40),
+    )
+    """construct declaration of the checkpoint file."""
+    return {"CHECKPOINT": CHECKPOINT}
+
+
+__getattr__ = lazy_specs(__name__, _specs)
+
 
 _CP = struct.Struct(">qqqqq")
 

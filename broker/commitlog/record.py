@@ -27,9 +27,9 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-import construct as cs
-
+from rocketmq_emu.broker.lazy import lazy_specs
 from rocketmq_emu.broker.message import (
     BORNHOST_V6_FLAG,
     STOREHOSTADDRESS_V6_FLAG,
@@ -61,42 +61,50 @@ def body_crc(body: bytes) -> int:
 
 
 # --- the spec -----------------------------------------------------------------------------------
-def _host(flag_bit: int) -> cs.Construct:
-    return cs.IfThenElse(
-        lambda ctx: ctx.sysFlag & flag_bit, cs.Bytes(20), cs.Bytes(8)
+def _specs() -> dict[str, Any]:
+    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
+    import construct as cs
+
+    def _host(flag_bit: int) -> cs.Construct:
+        return cs.IfThenElse(
+            lambda ctx: ctx.sysFlag & flag_bit, cs.Bytes(20), cs.Bytes(8)
+        )
+
+    RECORD = cs.Struct(
+        "totalSize" / cs.Int32sb,
+        "magicCode" / cs.Int32sb,
+        "bodyCRC" / cs.Int32sb,
+        "queueId" / cs.Int32sb,
+        "flag" / cs.Int32sb,
+        "queueOffset" / cs.Int64sb,
+        "physicalOffset" / cs.Int64sb,
+        "sysFlag" / cs.Int32sb,
+        "bornTimestamp" / cs.Int64sb,
+        "bornHost" / _host(BORNHOST_V6_FLAG),
+        "storeTimestamp" / cs.Int64sb,
+        "storeHostAddress" / _host(STOREHOSTADDRESS_V6_FLAG),
+        "reconsumeTimes" / cs.Int32sb,
+        "preparedTransactionOffset" / cs.Int64sb,
+        "body" / cs.Prefixed(cs.Int32sb, cs.GreedyBytes),
+        "topic" / cs.IfThenElse(
+            lambda ctx: ctx.magicCode == MESSAGE_MAGIC_CODE_V2,
+            cs.Prefixed(cs.Int16sb, cs.GreedyBytes),
+            cs.Prefixed(cs.Int8sb, cs.GreedyBytes),
+        ),
+        "properties" / cs.Prefixed(cs.Int16sb, cs.GreedyBytes),
     )
+    """construct declaration of one record (the readable spec; not used on the hot path)."""
+
+    BLANK = cs.Struct(
+        "totalSize" / cs.Int32sb,
+        "magicCode" / cs.Const(BLANK_MAGIC_CODE, cs.Int32sb),
+    )
+    """The end-of-file filler: the first 8 bytes of the unused remainder of a mapped file."""
+    return {"RECORD": RECORD, "BLANK": BLANK}
 
 
-RECORD = cs.Struct(
-    "totalSize" / cs.Int32sb,
-    "magicCode" / cs.Int32sb,
-    "bodyCRC" / cs.Int32sb,
-    "queueId" / cs.Int32sb,
-    "flag" / cs.Int32sb,
-    "queueOffset" / cs.Int64sb,
-    "physicalOffset" / cs.Int64sb,
-    "sysFlag" / cs.Int32sb,
-    "bornTimestamp" / cs.Int64sb,
-    "bornHost" / _host(BORNHOST_V6_FLAG),
-    "storeTimestamp" / cs.Int64sb,
-    "storeHostAddress" / _host(STOREHOSTADDRESS_V6_FLAG),
-    "reconsumeTimes" / cs.Int32sb,
-    "preparedTransactionOffset" / cs.Int64sb,
-    "body" / cs.Prefixed(cs.Int32sb, cs.GreedyBytes),
-    "topic" / cs.IfThenElse(
-        lambda ctx: ctx.magicCode == MESSAGE_MAGIC_CODE_V2,
-        cs.Prefixed(cs.Int16sb, cs.GreedyBytes),
-        cs.Prefixed(cs.Int8sb, cs.GreedyBytes),
-    ),
-    "properties" / cs.Prefixed(cs.Int16sb, cs.GreedyBytes),
-)
-"""construct declaration of one record (the readable spec; not used on the hot path)."""
+__getattr__ = lazy_specs(__name__, _specs)
 
-BLANK = cs.Struct(
-    "totalSize" / cs.Int32sb,
-    "magicCode" / cs.Const(BLANK_MAGIC_CODE, cs.Int32sb),
-)
-"""The end-of-file filler: the first 8 bytes of the unused remainder of a mapped file."""
 
 # --- the fast path ------------------------------------------------------------------------------
 # Fixed prefix up to and including SYSFLAG, then BORNTIMESTAMP; hosts vary in width.

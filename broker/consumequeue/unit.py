@@ -17,9 +17,9 @@ uses the precompiled :data:`UNIT_STRUCT`. Tests prove both give identical bytes.
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from construct import Int32sb, Int64sb, Struct
+from rocketmq_emu.broker.lazy import lazy_specs
 
 #: RocketMQ ``ConsumeQueue.CQ_STORE_UNIT_SIZE``.
 CQ_STORE_UNIT_SIZE = 20
@@ -30,11 +30,21 @@ DEFAULT_UNITS_PER_FILE = 300_000
 #: Java ``Integer.MAX_VALUE``: the size field of a pre-blank filler unit.
 INTEGER_MAX_VALUE = 0x7FFFFFFF
 
-CQ_UNIT = Struct(
-    "commitlog_offset" / Int64sb,
-    "size" / Int32sb,
-    "tags_code" / Int64sb,
-)
+
+def _specs() -> dict[str, Any]:
+    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
+    from construct import Int32sb, Int64sb, Struct
+
+    CQ_UNIT = Struct(
+        "commitlog_offset" / Int64sb,
+        "size" / Int32sb,
+        "tags_code" / Int64sb,
+    )
+    return {"CQ_UNIT": CQ_UNIT}
+
+
+__getattr__ = lazy_specs(__name__, _specs)
+
 
 UNIT_STRUCT = struct.Struct(">qiq")
 assert UNIT_STRUCT.size == CQ_STORE_UNIT_SIZE

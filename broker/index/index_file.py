@@ -18,9 +18,11 @@ Differences from RocketMQ, all compatible with its readers:
 * ``hashSlotNum`` / ``indexNum`` are constructor arguments (RocketMQ reads them from
   ``MessageStoreConfig`` too: ``maxHashSlotNum`` / ``maxIndexNum``) so tests use tiny files. A file
   opened with other counts than it was written with is refused with an error naming it.
-* Files have their blocks reserved when created (``mapped_file.preallocate``), where RocketMQ's
-  ``MappedFile`` gives a sparse file: an entry written into a hole on a full disk would kill the
-  process with SIGBUS, while a failed reservation is an :class:`IndexFileError` the store handles.
+* Blocks are reserved (``mapped_file.preallocate``) before they are written, where RocketMQ's
+  ``MappedFile`` gives a sparse file whose holes, written on a full disk, kill the process with
+  SIGBUS: header and hash slots when the file is created, entries :data:`RESERVE_STEP` bytes
+  ahead of the last one (a default file is 420 MB: reserving it whole would cost that much disk
+  per file at once). A failed reservation is an :class:`IndexFileError` the store handles.
 * :meth:`IndexFile.truncate_from` (drop entries at or beyond a commitlog offset, unlinking them from
   their slot chains) has no RocketMQ counterpart: RocketMQ deletes whole index files written after
   the checkpoint and rebuilds them. Rolling back entry by entry keeps older lookups working.
@@ -38,11 +40,11 @@ import struct
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from construct import Int32sb, Int64sb, Struct
+from typing import Any
 
 from rocketmq_emu.broker import _native
 from rocketmq_emu.broker.commitlog.mapped_file import MappedFileError, preallocate
+from rocketmq_emu.broker.lazy import lazy_specs
 from rocketmq_emu.broker.message import java_string_hash
 
 log = logging.getLogger(__name__)
@@ -54,24 +56,37 @@ INDEX_ENTRY_SIZE = 20
 DEFAULT_HASH_SLOT_NUM = 5_000_000
 #: ``MessageStoreConfig.maxIndexNum`` default.
 DEFAULT_INDEX_NUM = 20_000_000
+#: Entry blocks are reserved this far ahead of the last entry written.
+RESERVE_STEP = 4 << 20
 #: ``IndexFile.invalidIndex``: slot value / prevIndex meaning "none".
 INVALID_INDEX = 0
 _INT_MAX = 0x7FFFFFFF
 
-INDEX_HEADER = Struct(
-    "begin_timestamp" / Int64sb,
-    "end_timestamp" / Int64sb,
-    "begin_phy_offset" / Int64sb,
-    "end_phy_offset" / Int64sb,
-    "hash_slot_count" / Int32sb,
-    "index_count" / Int32sb,
-)
-INDEX_ENTRY = Struct(
-    "key_hash" / Int32sb,
-    "phy_offset" / Int64sb,
-    "time_diff" / Int32sb,
-    "prev_index" / Int32sb,
-)
+
+def _specs() -> dict[str, Any]:
+    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
+    from construct import Int32sb, Int64sb, Struct
+
+    INDEX_HEADER = Struct(
+        "begin_timestamp" / Int64sb,
+        "end_timestamp" / Int64sb,
+        "begin_phy_offset" / Int64sb,
+        "end_phy_offset" / Int64sb,
+        "hash_slot_count" / Int32sb,
+        "index_count" / Int32sb,
+    )
+
+    INDEX_ENTRY = Struct(
+        "key_hash" / Int32sb,
+        "phy_offset" / Int64sb,
+        "time_diff" / Int32sb,
+        "prev_index" / Int32sb,
+    )
+    return {"INDEX_HEADER": INDEX_HEADER, "INDEX_ENTRY": INDEX_ENTRY}
+
+
+__getattr__ = lazy_specs(__name__, _specs)
+
 
 HEADER_STRUCT = struct.Struct(">qqqqii")
 ENTRY_STRUCT = struct.Struct(">iqii")
@@ -165,8 +180,9 @@ class IndexFile:
         try:
             if create:
                 try:
-                    preallocate(fd, self.file_size, path)
-                except MappedFileError as exc:
+                    os.ftruncate(fd, self.file_size)
+                    preallocate(fd, self._entries_base, path)
+                except OSError as exc:
                     os.unlink(path)
                     raise IndexFileError(f"index file {path}: cannot create: {exc}") from exc
             else:
@@ -199,6 +215,9 @@ class IndexFile:
                     f"the {index_num} entries the file holds"
                 )
         self._dirty = create
+        #: End of the reserved blocks: the never written tail beyond it is reserved as entries
+        #: reach it. (A file from an older build may have holes below it: they stay.)
+        self._reserved = self._entry_pos(self.header.index_count)
 
     # --- header -----------------------------------------------------------------------------
     def _write_header(self) -> None:
@@ -264,6 +283,9 @@ class IndexFile:
         stop = min(len(hashes), start + self.index_num - count)
         if stop <= start:
             return 0
+        need = base + (count + stop - start) * INDEX_ENTRY_SIZE
+        if need > self._reserved:
+            self._reserve(need)
         native = NATIVE
         if native is not None and type(hashes) in _COLUMNS and type(phys) in _COLUMNS \
                 and type(stamps) in _COLUMNS:
@@ -364,6 +386,22 @@ class IndexFile:
         if self._dirty and not self._mm.closed:
             self._mm.flush()
             self._dirty = False
+
+    def _reserve(self, need: int) -> None:
+        """Reserve the blocks up to ``need`` and :data:`RESERVE_STEP` beyond (capped at the
+        file's end), or raise IndexFileError (full disk) with nothing written."""
+        end = min(max(need, self._reserved + RESERVE_STEP), self.file_size)
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except OSError as exc:
+            raise IndexFileError(f"index file {self.path}: cannot open: {exc}") from exc
+        try:
+            preallocate(fd, end, self.path, self._reserved)
+        except MappedFileError as exc:
+            raise IndexFileError(f"index file {self.path}: cannot reserve: {exc}") from exc
+        finally:
+            os.close(fd)
+        self._reserved = end
 
     def take_dirty(self) -> bool:
         """For a flush done elsewhere (the store's flush thread ``fdatasync``s :attr:`path`,

@@ -13,20 +13,31 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
-import construct as cs
+from rocketmq_emu.broker.lazy import lazy_specs
 
-BATCH_BLOCK = cs.Struct(
-    "totalSize" / cs.Int32sb,
-    "magicCode" / cs.Int32sb,
-    "bodyCRC" / cs.Int32sb,
-    "flag" / cs.Int32sb,
-    "body" / cs.Prefixed(cs.Int32sb, cs.GreedyBytes),
-    "properties" / cs.Prefixed(cs.Int16sb, cs.GreedyBytes),
-)
-"""construct declaration of one block (readable spec)."""
 
-BATCH_BODY = cs.GreedyRange(BATCH_BLOCK)
+def _specs() -> dict[str, Any]:
+    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
+    import construct as cs
+
+    BATCH_BLOCK = cs.Struct(
+        "totalSize" / cs.Int32sb,
+        "magicCode" / cs.Int32sb,
+        "bodyCRC" / cs.Int32sb,
+        "flag" / cs.Int32sb,
+        "body" / cs.Prefixed(cs.Int32sb, cs.GreedyBytes),
+        "properties" / cs.Prefixed(cs.Int16sb, cs.GreedyBytes),
+    )
+    """construct declaration of one block (readable spec)."""
+
+    BATCH_BODY = cs.GreedyRange(BATCH_BLOCK)
+    return {"BATCH_BLOCK": BATCH_BLOCK, "BATCH_BODY": BATCH_BODY}
+
+
+__getattr__ = lazy_specs(__name__, _specs)
+
 
 _HEAD = struct.Struct(">iiiii")  # totalSize, magicCode, bodyCRC, flag, bodyLength
 _I16 = struct.Struct(">h")

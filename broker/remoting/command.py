@@ -19,20 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from construct import (
-    GreedyRange,
-    Int8ub,
-    Int16sb,
-    Int16ub,
-    Int24ub,
-    Int32sb,
-    Int32ub,
-    PascalString,
-    Prefixed,
-    Struct,
-)
 
 from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.lazy import lazy_specs
 from rocketmq_emu.broker.remoting.codes import (
     CURRENT_VERSION,
     FLAG_ONEWAY,
@@ -42,30 +31,51 @@ from rocketmq_emu.broker.remoting.codes import (
     LanguageCode,
 )
 
-# --- readable spec (construct) ----------------------------------------------------------------
-#: The 8 bytes in front of every header.
-FRAME_PREFIX = Struct(
-    "length" / Int32ub,
-    "serialize_type" / Int8ub,
-    "header_length" / Int24ub,
-)
 
-#: ROCKETMQ binary header (RocketMQSerializable.rocketMQProtocolEncode/Decode).
-ROCKETMQ_HEADER = Struct(
-    "code" / Int16sb,
-    "language" / Int8ub,
-    "version" / Int16sb,
-    "opaque" / Int32sb,
-    "flag" / Int32sb,
-    "remark" / PascalString(Int32sb, "utf8"),
-    "ext_fields"
-    / Prefixed(
+def _specs() -> dict[str, Any]:
+    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
+    from construct import (
+        GreedyRange,
+        Int8ub,
+        Int16sb,
+        Int16ub,
+        Int24ub,
         Int32sb,
-        GreedyRange(
-            Struct("key" / PascalString(Int16ub, "utf8"), "value" / PascalString(Int32sb, "utf8"))
+        Int32ub,
+        PascalString,
+        Prefixed,
+        Struct,
+    )
+
+    # --- readable spec (construct) ----------------------------------------------------------------
+    #: The 8 bytes in front of every header.
+    FRAME_PREFIX = Struct(
+        "length" / Int32ub,
+        "serialize_type" / Int8ub,
+        "header_length" / Int24ub,
+    )
+
+    #: ROCKETMQ binary header (RocketMQSerializable.rocketMQProtocolEncode/Decode).
+    ROCKETMQ_HEADER = Struct(
+        "code" / Int16sb,
+        "language" / Int8ub,
+        "version" / Int16sb,
+        "opaque" / Int32sb,
+        "flag" / Int32sb,
+        "remark" / PascalString(Int32sb, "utf8"),
+        "ext_fields"
+        / Prefixed(
+            Int32sb,
+            GreedyRange(
+                Struct("key" / PascalString(Int16ub, "utf8"), "value" / PascalString(Int32sb, "utf8"))
+            ),
         ),
-    ),
-)
+    )
+    return {"FRAME_PREFIX": FRAME_PREFIX, "ROCKETMQ_HEADER": ROCKETMQ_HEADER}
+
+
+__getattr__ = lazy_specs(__name__, _specs)
+
 
 # --- hot path (struct) ------------------------------------------------------------------------
 _PREFIX = struct.Struct(">iI")

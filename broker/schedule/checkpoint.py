@@ -23,24 +23,37 @@ import logging
 import os
 import struct
 from dataclasses import dataclass
+from typing import Any
 
-import construct as cs
-import crc32c
+from rocketmq_emu.broker.lazy import lazy_import, lazy_specs
+
+#: Loaded on first use: importing crc32c costs start time (it imports importlib.metadata).
+crc32c = lazy_import("crc32c")
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT_MAGIC = 0x5C4EC4B1
 CHECKPOINT_VERSION = 1
 
-CHECKPOINT = cs.Struct(
-    "magic" / cs.Const(CHECKPOINT_MAGIC, cs.Int32ub),
-    "version" / cs.Int32ub,
-    "replay_offset" / cs.Int64sb,
-    "loaded_until_ms" / cs.Int64sb,
-    "dropped_below_ms" / cs.Int64sb,
-    "crc" / cs.Int32ub,
-)
-"""construct declaration of the checkpoint file."""
+
+def _specs() -> dict[str, Any]:
+    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
+    import construct as cs
+
+    CHECKPOINT = cs.Struct(
+        "magic" / cs.Const(CHECKPOINT_MAGIC, cs.Int32ub),
+        "version" / cs.Int32ub,
+        "replay_offset" / cs.Int64sb,
+        "loaded_until_ms" / cs.Int64sb,
+        "dropped_below_ms" / cs.Int64sb,
+        "crc" / cs.Int32ub,
+    )
+    """construct declaration of the checkpoint file."""
+    return {"CHECKPOINT": CHECKPOINT}
+
+
+__getattr__ = lazy_specs(__name__, _specs)
+
 
 _BODY = struct.Struct(">IIqqq")
 _CRC = struct.Struct(">I")

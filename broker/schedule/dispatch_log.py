@@ -23,21 +23,33 @@ from __future__ import annotations
 import logging
 import os
 import struct
+from typing import Any
 
-import construct as cs
-import crc32c
-
+from rocketmq_emu.broker.lazy import lazy_import, lazy_specs
 from rocketmq_emu.broker.schedule.segment_file import SegmentFile
+
+#: Loaded on first use: importing crc32c costs start time (it imports importlib.metadata).
+crc32c = lazy_import("crc32c")
 
 log = logging.getLogger(__name__)
 
 ENTRY_SIZE = 12
 
-DISPATCH_ENTRY = cs.Struct(
-    "sequence" / cs.Int64sb,
-    "crc" / cs.Int32ub,
-)
-"""construct declaration of one dispatch_log entry."""
+
+def _specs() -> dict[str, Any]:
+    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
+    import construct as cs
+
+    DISPATCH_ENTRY = cs.Struct(
+        "sequence" / cs.Int64sb,
+        "crc" / cs.Int32ub,
+    )
+    """construct declaration of one dispatch_log entry."""
+    return {"DISPATCH_ENTRY": DISPATCH_ENTRY}
+
+
+__getattr__ = lazy_specs(__name__, _specs)
+
 
 _ENTRY = struct.Struct(">qI")
 _SEQ = struct.Struct(">q")

@@ -36,11 +36,13 @@ import struct
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-import construct as cs
-import crc32c
-
+from rocketmq_emu.broker.lazy import lazy_import, lazy_specs
 from rocketmq_emu.broker.schedule.segment_file import SegmentFile
+
+#: Loaded on first use: importing crc32c costs start time (it imports importlib.metadata).
+crc32c = lazy_import("crc32c")
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +50,26 @@ SCHEDULE_MAGIC = 0x5C4ED01A
 HEADER_SIZE = 36
 MAX_PAYLOAD = 64 * 1024 * 1024
 
-SCHEDULE_RECORD = cs.Struct(
-    "magic" / cs.Const(SCHEDULE_MAGIC, cs.Int32ub),
-    "payload_len" / cs.Int32ub,
-    "due_ms" / cs.Int64sb,
-    "sequence" / cs.Int64sb,
-    "source_offset" / cs.Int64sb,
-    "crc" / cs.Int32ub,
-    "payload" / cs.Bytes(cs.this.payload_len),
-)
-"""construct declaration of one schedule_log record (spec for tests and tools)."""
+
+def _specs() -> dict[str, Any]:
+    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
+    import construct as cs
+
+    SCHEDULE_RECORD = cs.Struct(
+        "magic" / cs.Const(SCHEDULE_MAGIC, cs.Int32ub),
+        "payload_len" / cs.Int32ub,
+        "due_ms" / cs.Int64sb,
+        "sequence" / cs.Int64sb,
+        "source_offset" / cs.Int64sb,
+        "crc" / cs.Int32ub,
+        "payload" / cs.Bytes(cs.this.payload_len),
+    )
+    """construct declaration of one schedule_log record (spec for tests and tools)."""
+    return {"SCHEDULE_RECORD": SCHEDULE_RECORD}
+
+
+__getattr__ = lazy_specs(__name__, _specs)
+
 
 _HEADER = struct.Struct(">IIqqqI")
 _PRE_CRC = struct.Struct(">IIqqq")  # the 32 bytes the checksum covers before the payload
