@@ -29,6 +29,9 @@ CYCLES = 3
 PER_CYCLE = 4
 QUEUES = 4  # the C++ producer's defaultTopicQueueNums: a topic auto-created from TBW102
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGINT)
+#: A small store: the default index file alone preallocates 420 MB, on a disk shared by others.
+SMALL_STORE = ("mappedFileSizeCommitLog=4194304\nmappedFileSizeConsumeQueue=6000\n"
+               "maxHashSlotNum=1000\nmaxIndexNum=4000\n")
 
 
 def stop_with(emu: Emulator, sig: int, timeout: float = 30) -> None:
@@ -58,6 +61,13 @@ def served_offsets(emu: Emulator, topic: str, group: str) -> dict[int, int]:
         if resp.code == 0:
             out[qid] = int(resp.ext_fields["offset"])
     return out
+
+
+def start_small(tmp_path) -> Emulator:
+    """``rmq-emu up`` on ``tmp_path/store`` (the same store every time) with small files."""
+    conf = tmp_path / "small-store.conf"
+    conf.write_text(SMALL_STORE)
+    return start_emulator(tmp_path, ["-c", str(conf)])
 
 
 def workdir(tmp_path, name: str):
@@ -91,7 +101,7 @@ def test_three_stop_start_cycles_keep_messages_and_offsets(tmp_path, pypi_rocket
     topic, group = unique("RestartTopic"), unique("GID_restart")
     sent: list[str] = []
     committed: dict[int, int] = {}
-    emu = start_emulator(tmp_path)
+    emu = start_small(tmp_path)
     try:
         for cycle in range(1, CYCLES + 1):
             launcher = ClientLauncher(workdir(tmp_path, f"cycle{cycle}"), emu, pypi_rocketmq,
@@ -118,7 +128,7 @@ def test_three_stop_start_cycles_keep_messages_and_offsets(tmp_path, pypi_rocket
             stop_with(emu, STOP_SIGNALS[cycle - 1])
             committed = file_offsets(emu, topic, group)
             assert sum(committed.values()) == len(sent), (committed, emu.log_tail())
-            emu = start_emulator(tmp_path)
+            emu = start_small(tmp_path)
             assert "unusable" not in emu.log_tail() and "skipping" not in emu.log_tail(), \
                 emu.log_tail()
         final = ClientLauncher(workdir(tmp_path, "final"), emu, pypi_rocketmq, None)
