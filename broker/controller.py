@@ -26,7 +26,7 @@ from twisted.internet.task import LoopingCall
 
 from rocketmq_emu.broker import jsonutil
 from rocketmq_emu.broker.config import BrokerConfig
-from rocketmq_emu.broker.configs.base import TOPICS_JSON, config_file_path
+from rocketmq_emu.broker.configs.base import TOPICS_JSON, ConfigFileError, config_file_path
 from rocketmq_emu.broker.configs.topics import TopicConfigManager
 from rocketmq_emu.broker.longpoll import PullRequestHoldService
 from rocketmq_emu.broker.processors.admin import AdminBrokerProcessor
@@ -190,7 +190,7 @@ class BrokerController:
             msg_trace_topic_name=cfg.msg_trace_topic_name,
         )
         if not topics.load():
-            raise RuntimeError(f"{topics.path}: neither the file nor its backup can be loaded")
+            raise ConfigFileError(topics.load_error or f"{topics.path}: cannot be loaded")
         self.store.topic_config = topics
         self.store.subscription_groups.auto_create_subscription_group = \
             cfg.auto_create_subscription_group
