@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from twisted.internet import defer
@@ -24,6 +25,7 @@ from rocketmq_emu.broker.message import (
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.client import api
+from rocketmq_emu.client.admin_broker import BrokerAdminMixin
 from rocketmq_emu.client.instance import ClientInstance
 from rocketmq_emu.client.message import (
     MessageExt,
@@ -35,6 +37,9 @@ from rocketmq_emu.client.message import (
 from rocketmq_emu.client.route import subscribe_queues
 
 log = logging.getLogger(__name__)
+
+#: ``Long.MAX_VALUE``: the end of ``queryMessageByUniqKey``'s time range.
+JAVA_LONG_MAX = 2**63 - 1
 
 
 @dataclass(slots=True)
@@ -55,8 +60,8 @@ def _d(coro: Any) -> defer.Deferred:
     return defer.ensureDeferred(coro)
 
 
-class Admin:
-    """Admin client; every method returns a Deferred."""
+class Admin(BrokerAdminMixin):
+    """Admin client; every method returns a Deferred (broker operations: :mod:`.admin_broker`)."""
 
     def __init__(self, namesrv_addr: str | list[str], *, reactor: Any = None,
                  instance: ClientInstance | None = None, timeout: float = 5.0) -> None:
@@ -267,17 +272,40 @@ class Admin:
 
     # --- queries --------------------------------------------------------------------------------
     def view_message(self, msg_id: str, topic: str | None = None) -> defer.Deferred:
-        """The message with ``msg_id``: an offset id is read with VIEW_MESSAGE_BY_ID from the
-        broker it names; otherwise (a UNIQ_KEY) QUERY_MESSAGE on ``topic`` is used."""
+        """The message with ``msg_id`` (``DefaultMQAdminExtImpl.viewMessage(topic, msgId)``):
+        an offset id is read with VIEW_MESSAGE_BY_ID from the broker it names; a client-side id
+        (UNIQ_KEY), or an offset id that finds nothing, is looked up with QUERY_MESSAGE on
+        ``topic`` (``MQAdminImpl.queryMessageByUniqKey``)."""
         return _d(self._view_message(msg_id, topic))
 
-    async def _view_message(self, msg_id: str, topic: str | None) -> MessageExt:
+    async def _offset_id_broker(self, msg_id: str) -> tuple[str, int] | None:
+        """(broker address, commitlog offset) an offset msgId names, or None.
+
+        A UNIQ_KEY has the offset id's length (32 hex chars), so decoding alone cannot tell
+        them apart: Java's ``MessageDecoder.decodeMessageId`` fails only when the port is out of
+        range (``InetSocketAddress``) and otherwise connects to whatever the bytes say. Here the
+        address must also be a broker the name server knows, so a client-side id never makes
+        us connect to an unrelated host:port."""
         try:
             host, port, offset = decode_offset_msg_id(msg_id)
         except ValueError:
-            host = None
-        if host is not None:
-            addr = f"{host}:{port}"
+            return None
+        if not 0 < port <= 0xFFFF:
+            return None
+        addr = f"{host}:{port}"
+        try:
+            info = await self._cluster_info()
+        except Exception as exc:  # no name server answer: decide as Java does
+            log.debug("cluster info unavailable (%s); trusting the decoded address", exc)
+            return addr, offset
+        known = {a for b in (info.get("brokerAddrTable") or {}).values()
+                 for a in ((b or {}).get("brokerAddrs") or {}).values()}
+        return (addr, offset) if addr in known else None
+
+    async def _view_message(self, msg_id: str, topic: str | None) -> MessageExt:
+        target = await self._offset_id_broker(msg_id)
+        if target is not None:
+            addr, offset = target
             try:
                 resp = await self.instance.invoke(addr, RemotingCommand.request(
                     RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(offset)}))
@@ -286,12 +314,20 @@ class Admin:
             except Exception as exc:
                 log.debug("VIEW_MESSAGE_BY_ID at %s failed: %s", addr, exc)
         if topic is None:
-            raise MQClientError(f"message {msg_id} not found (give the topic to query by UNIQ_KEY)")
-        found = await self._query(topic, msg_id, 32, 0, int(time.time() * 1000) + 86400000, unique=True)
+            # MQAdminImpl.viewMessage's answer when the id names no broker / no message.
+            raise MQClientError(f"CODE: {int(ResponseCode.NO_MESSAGE)} DESC: query message by "
+                                f"id finished, but no message. ({msg_id} is not an offset id "
+                                "of a known broker; a client-side id needs -t topic)")
+        try:
+            begin = max(uniq_key_time_ms(msg_id) - 1000, 0)
+        except ValueError:
+            begin = 0
+        found = await self._query(topic, msg_id, 32, begin, JAVA_LONG_MAX, unique=True)
         for m in found:
             if m.msg_id == msg_id:
                 return m
-        raise MQClientError(f"message {msg_id} not found in {topic}")
+        raise MQClientError(f"CODE: {int(ResponseCode.NO_MESSAGE)} DESC: query message by id "
+                            f"finished, but no message. (topic {topic}, id {msg_id})")
 
     def query_by_key(self, topic: str, key: str, max_num: int = 32, begin_ms: int = 0,
                      end_ms: int | None = None) -> defer.Deferred:
@@ -325,6 +361,22 @@ class Admin:
                     continue
                 out.append(m)
         return out
+
+
+def uniq_key_time_ms(uniq_key: str) -> int:
+    """``MessageClientIDSetter.getNearlyTimeFromID``: the send time encoded in a UNIQ_KEY (ms
+    since the start of this month, or of the last one if that would be in the future)."""
+    raw = bytes.fromhex(uniq_key)
+    ip_len = 16 if len(raw) == 28 else 4
+    if len(raw) < ip_len + 10:
+        raise ValueError(f"not a UNIQ_KEY: {uniq_key!r}")
+    span = int.from_bytes(raw[ip_len + 6:ip_len + 10], "big")
+    now = datetime.now()
+    month = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    start = month.timestamp() * 1000
+    if start + span >= now.timestamp() * 1000:
+        start = (month - timedelta(days=1)).replace(day=1).timestamp() * 1000
+    return int(start + span)
 
 
 def is_system_topic(topic: str) -> bool:

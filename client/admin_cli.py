@@ -14,11 +14,15 @@ topicRoute             -t topic: the route (105) as pretty JSON
 topicStatus            -t topic: min / max offset and last update per queue (202)
 clusterList            brokers per cluster with version and load (106 + 28)
 consumerProgress       -g group: broker offset, consumer offset and diff per queue (208)
-queryMsgById           -i msgId (offset id; with -t a UNIQ_KEY): the message (33 / 12)
+queryMsgById           -i msgId [-t topic]: by offset id (33); a UNIQ_KEY needs -t (12)
 queryMsgByKey          -t topic -k key [-b begin ms] [-e end ms]: matching messages (12)
 resetOffsetByTime      -g group -t topic -s (ms | now | yyyy-MM-dd#HH:mm:ss:SSS) [-f true]
-brokerStatus           -b addr | -c cluster: the runtime info (28)
+brokerStatus           -b addr | -c cluster (one is required): the runtime info (28)
 =====================  =====================================================================
+
+The broker subcommands (brokerConsumeStats, cleanExpiredCQ, cleanUnusedTopic,
+deleteExpiredCommitLog, cloneGroupOffset, statsAll, queryCq, producer) are in
+:mod:`rocketmq_emu.client.admin_cli_broker`.
 """
 
 from __future__ import annotations
@@ -39,49 +43,22 @@ from rocketmq_emu.broker.processors.reset_offset import (
 )
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.client import admin_cli_broker
+from rocketmq_emu.client.admin_common import invoke, masters, route_masters
 from rocketmq_emu.client.admin_output import Output, UsageError, format_ms, parse_timestamp
 from rocketmq_emu.client.message import MessageExt, MQBrokerError, MQClientError
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
 
 
-# --- remoting helpers ---------------------------------------------------------------------------
-async def _invoke(admin: Any, addr: str, code: int, ext: dict[str, str] | None = None,
-                  ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
-    resp = await admin.instance.invoke(addr, RemotingCommand.request(code, ext or {}))
-    if resp.code not in ok:
-        raise MQBrokerError(resp.code, resp.remark, addr)
-    return resp
+# --- remoting helpers (shared with admin_cli_broker) ------------------------------------------
+_invoke = invoke
+_masters = masters
+_route_masters = route_masters
 
 
 async def _cluster(admin: Any) -> dict[str, Any]:
     return await admin.cluster_info()
-
-
-async def _masters(admin: Any, cluster: str | None) -> dict[str, str]:
-    """brokerName → master address (of ``cluster`` when given)."""
-    info = await _cluster(admin)
-    brokers = info.get("brokerAddrTable") or {}
-    names = set(brokers)
-    if cluster is not None:
-        clusters = info.get("clusterAddrTable") or {}
-        if cluster not in clusters:
-            raise MQClientError(f"cluster [{cluster}] not exist")
-        names = set(clusters[cluster] or [])
-    out = {}
-    for name in sorted(names):
-        addrs = (brokers.get(name) or {}).get("brokerAddrs") or {}
-        addr = addrs.get("0") or addrs.get(0)
-        if addr:
-            out[name] = addr
-    return out
-
-
-async def _route_masters(admin: Any, topic: str) -> dict[str, str]:
-    route = await admin.instance.update_route(topic)
-    if route is None:
-        raise MQClientError(f"No topic route info in name server for the topic: {topic}")
-    return dict(sorted(route.master_addrs().items()))
 
 
 # --- commands ------------------------------------------------------------------------------------
@@ -343,7 +320,7 @@ async def broker_status(admin: Any, args: argparse.Namespace, out: Output) -> No
     elif args.clusterName:
         addrs = list((await _masters(admin, args.clusterName)).values())
     else:
-        raise UsageError("give -b brokerAddr or -c clusterName")
+        raise UsageError("needs -b brokerAddr or -c clusterName")
     doc = {}
     per_broker = not args.brokerAddr  # -c: every line and the JSON are keyed by address
     for addr in addrs:
@@ -372,7 +349,8 @@ COMMANDS: dict[str, tuple[str, Command]] = {
     "queryMsgByKey": ("Query Message by Key", query_msg_by_key),
     "resetOffsetByTime": ("Reset consumer offset by timestamp(without client restart)",
                           reset_offset_by_time),
-    "brokerStatus": ("Fetch broker runtime status data", broker_status),
+    "brokerStatus": ("Fetch broker runtime status data (needs -b or -c)", broker_status),
+    **admin_cli_broker.COMMANDS,
 }
 
 
@@ -387,9 +365,15 @@ def _add_options(name: str, p: argparse.ArgumentParser) -> None:
     if name in ("updateTopic", "deleteTopic", "topicRoute", "topicStatus", "queryMsgByKey",
                 "resetOffsetByTime", "queryMsgById"):
         opt("-t", "--topic")
-    if name in ("updateTopic", "brokerStatus"):
+    if name in admin_cli_broker.COMMANDS:
+        admin_cli_broker.add_options(name, p)
+        return
+    if name == "brokerStatus":
+        opt("-b", "--brokerAddr", help="Broker address (this or -c is required)")
+        opt("-c", "--clusterName", help="which cluster (this or -b is required)")
+    if name == "updateTopic":
         opt("-b", "--brokerAddr")
-    if name in ("updateTopic", "deleteTopic", "clusterList", "brokerStatus"):
+    if name in ("updateTopic", "deleteTopic", "clusterList"):
         opt("-c", "--clusterName")
     if name == "topicList":
         opt("-c", "--clusterModel", action="store_true", help="print cluster and groups")
@@ -401,7 +385,8 @@ def _add_options(name: str, p: argparse.ArgumentParser) -> None:
     if name in ("consumerProgress", "resetOffsetByTime"):
         opt("-g", "--groupName")
     if name == "queryMsgById":
-        opt("-i", "--msgId")
+        opt("-i", "--msgId", help="Message Id: an offset msgId, or a client-side id (UNIQ_KEY, "
+            "as queryMsgByKey prints it) with -t")
     if name == "queryMsgByKey":
         opt("-k", "--msgKey")
         opt("-b", "--beginTimestamp")
