@@ -56,10 +56,14 @@ def _schema_rule() -> dict:
     }
 
 
-def _op(summary: str, body: dict | None = None, params: list | None = None) -> dict:
+def _op(summary: str, body: dict | None = None, params: list | None = None,
+        errors: dict[str, str] | None = None) -> dict:
     op: dict[str, Any] = {"summary": summary,
                           "responses": {"200": {"description": "JSON result",
                                                 "content": {"application/json": {}}}}}
+    for status, description in (errors or {}).items():
+        op["responses"][status] = {"description": description,
+                                   "content": {"application/json": {}}}
     if body is not None:
         op["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
     if params:
@@ -74,6 +78,9 @@ def _q(name: str, kind: str, desc: str) -> dict:
 
 _BROKER_BODY = {"type": "object", "properties": {
     "broker": {"type": "string", "description": "broker name (default: the first broker)"}}}
+
+_START_FAILED = ("the broker could not start on its store (e.g. an unusable config file); "
+                 "{\"error\": one line naming the broker and the cause}; it stays stopped")
 
 OPENAPI: dict = {
     "openapi": "3.0.3",
@@ -132,8 +139,10 @@ OPENAPI: dict = {
                     _q("broker", "string", "broker name (default: first)")])},
         "/broker/stop": {"post": _op("Stop a broker (default: the first), keeping its store",
                                      _BROKER_BODY)},
-        "/broker/start": {"post": _op("Start a stopped broker again on its store", _BROKER_BODY)},
-        "/broker/restart": {"post": _op("Stop and start a broker", _BROKER_BODY)},
+        "/broker/start": {"post": _op("Start a stopped broker again on its store", _BROKER_BODY,
+                                      errors={"503": _START_FAILED})},
+        "/broker/restart": {"post": _op("Stop and start a broker", _BROKER_BODY,
+                                        errors={"503": _START_FAILED})},
         "/broker/unreachable": {"post": _op("Close a broker's ports and connections", _BROKER_BODY)},
         "/broker/reachable": {"post": _op("Listen again on a broker's ports", _BROKER_BODY)},
         "/broker/close-connections": {"post": _op(

@@ -84,3 +84,10 @@ def test_a_failed_restart_answers_503_naming_the_file(rocketmq):
         for p in (path, path + ".bak"):
             shutil.rmtree(p, ignore_errors=True)
     assert call(rocketmq, "POST", "/broker/start") == (200, {"ok": True})
+
+
+def test_openapi_lists_the_failed_start_answer(rocketmq):
+    """/openapi.json documents the 503 answer of /broker/start and /broker/restart."""
+    spec = call(rocketmq, "GET", "/openapi.json")[1]
+    for path in ("/broker/start", "/broker/restart"):
+        assert "503" in spec["paths"][path]["post"]["responses"]
