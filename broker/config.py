@@ -98,6 +98,10 @@ class BrokerConfig:
     file_reserved_time: int = 72
     delete_when: str = "04"
     disk_max_used_space_ratio: int = 75
+    # RocketMQ 5 keys (percent); 4.9 takes them from JVM properties (rocketmq.broker.*).
+    disk_space_warning_level_ratio: int = 90
+    disk_space_clean_forcibly_ratio: int = 85
+    clean_file_forcibly_enable: bool = True
     clean_resource_interval: int = 10_000
     max_message_size: int = 1024 * 1024 * 4
     message_index_enable: bool = True

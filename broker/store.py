@@ -42,6 +42,12 @@ from rocketmq_emu.broker.commitlog.results import (
     PutMessageResult,
     PutMessageStatus,
 )
+from rocketmq_emu.broker.commitlog.retention import (
+    CLEAN_INITIAL_DELAY_MS,
+    DiskUsage,
+    StoreRetention,
+    disk_used_ratio,
+)
 from rocketmq_emu.broker.commitlog.store_dispatch import StoreDispatch
 from rocketmq_emu.broker.commitlog.store_lock import StoreLock, StoreLockedError
 from rocketmq_emu.broker.commitlog.store_reader import StoreReader
@@ -78,14 +84,26 @@ _APPEND_OK = AppendMessageStatus.PUT_OK
 _PUT_OK = PutMessageStatus.PUT_OK
 
 
-class MessageStore(StoreReader, StoreDispatch):
+class MessageStore(StoreReader, StoreDispatch, StoreRetention):
     """The store. ``clock`` is an ``IReactorTime`` (store timestamps are
     ``int(clock.seconds() * 1000)``); ``reactor`` (optional) runs the flush and retention
-    timers and SYNC_FLUSH group commits. Read methods live in :class:`StoreReader`, dispatch
-    in :class:`StoreDispatch`."""
+    timers and SYNC_FLUSH group commits. ``disk_usage(path)`` gives the used ratio of the
+    partition holding ``path`` (default :func:`~broker.commitlog.retention.disk_used_ratio`;
+    tests pass a fake disk). Read methods live in :class:`StoreReader`, dispatch in
+    :class:`StoreDispatch`, retention in :class:`StoreRetention`."""
 
-    def __init__(self, config: MessageStoreConfig, clock, reactor=None) -> None:
+    def __init__(self, config: MessageStoreConfig, clock, reactor=None,
+                 disk_usage: DiskUsage | None = None) -> None:
         self.config = config
+        self.disk_usage: DiskUsage = disk_usage or disk_used_ratio
+        #: ``RunningFlags``: the disk-full bit (set and cleared by the retention check) and
+        #: the index-file-error bit (an index file could not be created); while either is set
+        #: ``writeable`` is False and puts answer SERVICE_NOT_AVAILABLE.
+        self.disk_full = False
+        self.index_error = False
+        self.writeable = True
+        #: ``CleanConsumeQueueService.lastPhysicalMinOffset``.
+        self._last_physical_min_offset = 0
         self.clock = clock
         self.reactor = reactor
         os.makedirs(config.store_path_root_dir, exist_ok=True)
@@ -139,6 +157,8 @@ class MessageStore(StoreReader, StoreDispatch):
         self.shutdown_done = False
         if type(self).put_message is MessageStore.put_message:  # a subclass's override wins
             bind_native_put(self, self.put_message)
+        #: The C put path bound above (None without it): unbound while writes are refused.
+        self._native_put = self.__dict__.get("put_message")
 
     # --- lifecycle ----------------------------------------------------------------------------
     def load(self) -> bool:
@@ -256,10 +276,11 @@ class MessageStore(StoreReader, StoreDispatch):
             self._every(self.config.flush_interval_consume_queue,
                         self._flush_logics_in_thread if self.disk_sync.running
                         else self._flush_logics)
-            self._every(self.config.clean_resource_interval, self.clean_expired_files)
+            self._every(self.config.clean_resource_interval, self.clean_files_periodically,
+                        first_ms=CLEAN_INITIAL_DELAY_MS)
             self._every(_WARM_INTERVAL_MS, self.warmer.tick)  # broker/commitlog/warm.py
 
-    def _every(self, interval_ms: int, fn) -> None:
+    def _every(self, interval_ms: int, fn, first_ms: int | None = None) -> None:
         def tick():
             try:
                 fn()
@@ -269,7 +290,8 @@ class MessageStore(StoreReader, StoreDispatch):
                 self._timers[slot] = self.reactor.callLater(interval_ms / 1000.0, tick)
 
         slot = len(self._timers)
-        self._timers.append(self.reactor.callLater(interval_ms / 1000.0, tick))
+        first = interval_ms if first_ms is None else first_ms
+        self._timers.append(self.reactor.callLater(first / 1000.0, tick))
 
     def shutdown(self) -> None:
         """Stop timers, flush everything, write the checkpoint, unmap, remove ``abort``."""
@@ -306,7 +328,8 @@ class MessageStore(StoreReader, StoreDispatch):
     def put_message(self, record: MessageRecord) -> PutMessageResult:
         """Append one record and dispatch it; see :class:`PutMessageResult`. (With the C
         extension, the instance's ``put_message`` is the C path, falling back to this.)"""
-        if not self.running:
+        if not (self.running and (self.writeable and self._dispatch_behind is None
+                                  or self._may_write())):
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         if len(record.body) > self._max_body:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
@@ -319,13 +342,10 @@ class MessageStore(StoreReader, StoreDispatch):
                                                         error=str(exc)))
         if res[0] is not _APPEND_OK:
             return PutMessageResult(_APPEND_TO_PUT[res[0]], res)
-        if self._dispatch_behind is None:
-            try:
-                self._dispatch(record)
-            except MappedFileError as exc:
-                self._dispatch_failed(record.physical_offset, exc)
-        else:
-            self._catch_up_dispatch()
+        try:
+            self._dispatch(record)
+        except MappedFileError as exc:
+            self._dispatch_failed(record.physical_offset, exc)
         fs = self.flush_service
         return _tuple_new(PutMessageResult, (_PUT_OK, res, fs.on_append() if fs.active else None))
 
@@ -336,7 +356,8 @@ class MessageStore(StoreReader, StoreDispatch):
         (queue_offset, physical_offset...) may be left unset: read them from the result."""
         if not records:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        if not self.running:
+        if not (self.running and (self.writeable and self._dispatch_behind is None
+                                  or self._may_write())):
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         if max(map(len, map(_body_of, records))) > self._max_body:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
@@ -348,24 +369,33 @@ class MessageStore(StoreReader, StoreDispatch):
         if res.status is not AppendMessageStatus.PUT_OK:
             return PutMessageResult(_APPEND_TO_PUT[res.status], res)
         stamp = self.commitlog.last_batch_stamp
-        if self._dispatch_behind is not None:
-            self._catch_up_dispatch()
-        else:
-            try:
-                if stamp is None or not self._dispatch_batch(stamp):
-                    if stamp is not None:
-                        stamp.apply()
-                    for r in records:
-                        self._dispatch(r)
-            except MappedFileError as exc:
-                self._dispatch_failed(res.wrote_offset, exc)
+        try:
+            if stamp is None or not self._dispatch_batch(stamp):
+                if stamp is not None:
+                    stamp.apply()
+                for r in records:
+                    self._dispatch(r)
+        except MappedFileError as exc:
+            self._dispatch_failed(res.wrote_offset, exc)
         fs = self.flush_service
         return _tuple_new(PutMessageResult, (_PUT_OK, res, fs.on_append() if fs.active else None))
 
+    def _may_write(self) -> bool:
+        """``DefaultMessageStore.checkStoreStatus``'s writeable check, retrying first what can
+        heal here: dispatch that failed (Java's logics-queue-error bit, which only a restart
+        clears there) and the index (its index-file-error bit). The disk-full bit is cleared
+        only by the retention check."""
+        if self._dispatch_behind is not None and not self._catch_up_dispatch():
+            return False
+        if self.index_error:
+            self._drain_index()
+        return self.writeable
+
     def _dispatch_failed(self, offset: int, exc: Exception) -> None:
-        """A consume-queue or index file could not be written (full disk...): the record is in
-        the commitlog (the put stands); dispatch resumes from ``offset`` once files can be
-        written again (every put and the flush timer retry)."""
+        """A consume-queue file could not be written (full disk...): the record is in the
+        commitlog (the put stands, as the reput thread's failure does not fail a put in Java);
+        dispatch resumes from ``offset`` once files can be written again (the next put and the
+        flush timer retry; until then puts are refused)."""
         log.error("dispatch failed at commitlog offset %d, will retry: %s", offset, exc)
         self._dispatch_behind = offset
 
@@ -452,24 +482,6 @@ class MessageStore(StoreReader, StoreDispatch):
         if not self.flush_service.flush(0):
             raise MappedFileError("commitlog flush failed", self.commitlog.queue.store_path)
         self._flush_logics()
-
-    def clean_expired_files(self) -> int:
-        """Delete commitlog files not modified for ``file_reserved_time`` hours (on the
-        store's clock; never the current file), then consume-queue and index entries below the
-        new minimum. Returns the number of commitlog files deleted."""
-        now = self.clock.seconds()
-        deleted = self.commitlog.queue.delete_expired_by_time(
-            self.config.file_reserved_time * 3600, now
-        )
-        if deleted:
-            new_min = self.commitlog.min_offset
-            log.info("retention: deleted %d commitlog files, min offset now %d", deleted, new_min)
-            self.consume_queues.delete_expired_files(new_min)
-            if self.index is not None:
-                self._drain_index()
-                self.index.delete_expired_files(new_min)
-            self.corrupt_offsets = {o for o in self.corrupt_offsets if o >= new_min}
-        return deleted
 
     def delete_topic(self, topic: str) -> bool:
         """Delete the topic's consume queues and forget its queue offsets

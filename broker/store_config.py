@@ -39,6 +39,21 @@ class MessageStoreConfig:
     file_reserved_time: int = 72
     #: Retention check period (``cleanResourceInterval``, ms).
     clean_resource_interval: int = 10_000
+    #: Hours of the day (local time, ``;``-separated) at which expired files are deleted
+    #: (``deleteWhen``).
+    delete_when: str = "04"
+    #: Used disk percentage above which files are cleaned whatever the hour
+    #: (``diskMaxUsedSpaceRatio``, clamped to 10..95).
+    disk_max_used_space_ratio: int = 75
+    #: Used disk percentage above which puts are refused. RocketMQ 4.9 reads it (as 0.90)
+    #: from the JVM property ``rocketmq.broker.diskSpaceWarningLevelRatio``; the key and
+    #: percentage are RocketMQ 5's ``diskSpaceWarningLevelRatio``.
+    disk_space_warning_level_ratio: int = 90
+    #: Used disk percentage above which unexpired files are deleted too (4.9: the JVM property
+    #: ``rocketmq.broker.diskSpaceCleanForciblyRatio``, 0.85; 5: ``diskSpaceCleanForciblyRatio``).
+    disk_space_clean_forcibly_ratio: int = 85
+    #: Allow that forced clean (``cleanFileForciblyEnable``).
+    clean_file_forcibly_enable: bool = True
     #: Body size limit (``maxMessageSize``).
     max_message_size: int = 1024 * 1024 * 4
     check_crc_on_recover: bool = True

@@ -352,22 +352,24 @@ class MappedFile:
         )
 
 
-def preallocate(fd: int, size: int, path: str) -> None:
-    """Reserve every block of ``[0, size)`` of a new, empty file (``posix_fallocate``; where
-    the filesystem cannot, by writing zeros), so a full disk fails here, as a
-    :class:`MappedFileError` naming ``path``, and never as a SIGBUS when a page of the mapping
-    is first written. Shared by every file the store writes through ``mmap`` (commitlog,
-    consume queues, index files)."""
+def preallocate(fd: int, size: int, path: str, start: int = 0) -> None:
+    """Reserve every block of ``[start, size)`` of the file (``posix_fallocate``; where the
+    filesystem cannot, by writing the range's bytes back, zeros in a new file), so a full disk
+    fails here, as a :class:`MappedFileError` naming ``path``, and never as a SIGBUS when a
+    page of the mapping is first written. Shared by every file the store writes through
+    ``mmap`` (commitlog, consume queues, index files)."""
     try:
-        os.posix_fallocate(fd, 0, size)
+        os.posix_fallocate(fd, start, size - start)
         return
     except OSError as exc:
         if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
             raise _allocation_error(exc, size, path) from exc
     try:
-        for off in range(0, size, len(_ZERO_CHUNK)):
+        for off in range(start, size, len(_ZERO_CHUNK)):
             chunk = min(len(_ZERO_CHUNK), size - off)
-            if os.pwrite(fd, _ZERO_CHUNK[:chunk], off) != chunk:
+            data = os.pread(fd, chunk, off)
+            data += _ZERO_CHUNK[: chunk - len(data)]  # beyond the end of file: zeros
+            if os.pwrite(fd, data, off) != chunk:
                 raise OSError(errno.ENOSPC, "short write")
     except OSError as exc:
         raise _allocation_error(exc, size, path) from exc

@@ -57,7 +57,8 @@ def _index_items(pending: list):
 class StoreDispatch:
     """Expects ``commitlog``, ``consume_queues``, ``index``, ``reactor``, ``running``,
     ``delay_levels``, ``schedule_tags_code``, ``_listeners``, ``_cq_cache``, ``_tag_codes``,
-    ``_index_pending``, ``_index_call``, ``index_drain_limit``."""
+    ``_index_pending``, ``_index_call``, ``index_drain_limit``, ``index_error`` and
+    ``_writes_changed``."""
 
     def tags_code_of(self, record: MessageRecord) -> int:
         """The consume-queue tagsCode: the TAGS hash, or the deliver time for the schedule
@@ -178,11 +179,32 @@ class StoreDispatch:
         return True
 
     def _drain_index(self) -> None:
+        """Write the queued index entries. A new index file that cannot be created (full
+        disk) keeps them queued (entries written before it are skipped when retried) and
+        sets the store's index-error bit, refusing puts until a later drain succeeds
+        (``IndexService.buildIndex`` sets ``RunningFlags.makeIndexFileError`` in Java)."""
         self._index_call = None
         pending, self._index_pending = self._index_pending, []
         index = self.index
         if index is None or not pending:
             return
+        try:
+            self._write_index(index, pending)
+        except index_file.IndexFileError as exc:
+            log.error("index entries could not be written, puts refused until they are: %s",
+                      exc)
+            self._index_pending = pending + self._index_pending
+            if not self.index_error:
+                self.index_error = True
+                self._writes_changed()
+            return
+        if self.index_error:
+            log.info("index written again, puts accepted")
+            self.index_error = False
+            self._writes_changed()
+
+    @staticmethod
+    def _write_index(index, pending: list) -> None:
         native = index_file.NATIVE
         if native is None:
             index.build_index_batch(_index_items(pending))

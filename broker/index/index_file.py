@@ -20,9 +20,11 @@ Differences from RocketMQ, all compatible with its readers:
   opened with other counts than it was written with is refused with an error naming it.
 * Blocks are reserved (``mapped_file.preallocate``) before they are written, where RocketMQ's
   ``MappedFile`` gives a sparse file whose holes, written on a full disk, kill the process with
-  SIGBUS: header and hash slots when the file is created, entries :data:`RESERVE_STEP` bytes
-  ahead of the last one (a default file is 420 MB: reserving it whole would cost that much disk
-  per file at once). A failed reservation is an :class:`IndexFileError` the store handles.
+  SIGBUS: the header's page when the file is created, entries :data:`RESERVE_STEP` bytes ahead
+  of the last one, and hash-slot pages as keys land in them (the whole 20 MB table once the
+  file holds :data:`SLOT_PAGES_LAZY_ENTRIES` entries: by then nearly every page was hit). A
+  default file is 420 MB; reserving it whole would cost that much disk per file at once. A
+  failed reservation is an :class:`IndexFileError`, raised before anything is written.
 * :meth:`IndexFile.truncate_from` (drop entries at or beyond a commitlog offset, unlinking them from
   their slot chains) has no RocketMQ counterpart: RocketMQ deletes whole index files written after
   the checkpoint and rebuilds them. Rolling back entry by entry keeps older lookups working.
@@ -58,6 +60,9 @@ DEFAULT_HASH_SLOT_NUM = 5_000_000
 DEFAULT_INDEX_NUM = 20_000_000
 #: Entry blocks are reserved this far ahead of the last entry written.
 RESERVE_STEP = 4 << 20
+#: Hash-slot pages are reserved one by one until a file holds this many entries.
+SLOT_PAGES_LAZY_ENTRIES = 16_384
+_PAGE = 4096
 #: ``IndexFile.invalidIndex``: slot value / prevIndex meaning "none".
 INVALID_INDEX = 0
 _INT_MAX = 0x7FFFFFFF
@@ -181,7 +186,7 @@ class IndexFile:
             if create:
                 try:
                     os.ftruncate(fd, self.file_size)
-                    preallocate(fd, self._entries_base, path)
+                    preallocate(fd, min(_PAGE, self.file_size), path)
                 except OSError as exc:
                     os.unlink(path)
                     raise IndexFileError(f"index file {path}: cannot create: {exc}") from exc
@@ -215,9 +220,12 @@ class IndexFile:
                     f"the {index_num} entries the file holds"
                 )
         self._dirty = create
-        #: End of the reserved blocks: the never written tail beyond it is reserved as entries
-        #: reach it. (A file from an older build may have holes below it: they stay.)
+        #: End of the reserved entry blocks (the tail beyond is reserved as entries reach it).
         self._reserved = self._entry_pos(self.header.index_count)
+        #: Hash-slot pages reserved so far; None once the whole table is (a loaded file's is
+        #: reserved whole at its first write: an older build left it sparse).
+        self._slot_pages: set[int] | None = {0} if create else set()
+        self._slots_lazy = create
 
     # --- header -----------------------------------------------------------------------------
     def _write_header(self) -> None:
@@ -286,6 +294,8 @@ class IndexFile:
         need = base + (count + stop - start) * INDEX_ENTRY_SIZE
         if need > self._reserved:
             self._reserve(need)
+        if self._slot_pages is not None:
+            self._reserve_slots(hashes, start, stop, count)
         native = NATIVE
         if native is not None and type(hashes) in _COLUMNS and type(phys) in _COLUMNS \
                 and type(stamps) in _COLUMNS:
@@ -388,20 +398,40 @@ class IndexFile:
             self._dirty = False
 
     def _reserve(self, need: int) -> None:
-        """Reserve the blocks up to ``need`` and :data:`RESERVE_STEP` beyond (capped at the
-        file's end), or raise IndexFileError (full disk) with nothing written."""
+        """Reserve the entry blocks up to ``need`` and :data:`RESERVE_STEP` beyond (capped at
+        the file's end), or raise IndexFileError (full disk) with nothing written."""
         end = min(max(need, self._reserved + RESERVE_STEP), self.file_size)
+        self._reserve_ranges([(self._reserved, end)])
+        self._reserved = end
+
+    def _reserve_slots(self, hashes: Sequence[int], start: int, stop: int, count: int) -> None:
+        """Reserve the hash-slot pages entries ``start .. stop-1`` will write (all of them
+        past :data:`SLOT_PAGES_LAZY_ENTRIES` entries, or for a loaded file)."""
+        base = self._entries_base
+        if not self._slots_lazy or count + stop - start > SLOT_PAGES_LAZY_ENTRIES:
+            self._reserve_ranges([(0, base)])
+            self._slot_pages = None
+            return
+        slots = self.hash_slot_num
+        pages = {(INDEX_HEADER_SIZE + (hashes[i] % slots) * HASH_SLOT_SIZE) // _PAGE
+                 for i in range(start, stop)}
+        pages -= self._slot_pages
+        if pages:
+            self._reserve_ranges([(p * _PAGE, min((p + 1) * _PAGE, base)) for p in sorted(pages)])
+            self._slot_pages |= pages
+
+    def _reserve_ranges(self, ranges: list[tuple[int, int]]) -> None:
         try:
             fd = os.open(self.path, os.O_RDWR)
         except OSError as exc:
             raise IndexFileError(f"index file {self.path}: cannot open: {exc}") from exc
         try:
-            preallocate(fd, end, self.path, self._reserved)
+            for begin, end in ranges:
+                preallocate(fd, end, self.path, begin)
         except MappedFileError as exc:
             raise IndexFileError(f"index file {self.path}: cannot reserve: {exc}") from exc
         finally:
             os.close(fd)
-        self._reserved = end
 
     def take_dirty(self) -> bool:
         """For a flush done elsewhere (the store's flush thread ``fdatasync``s :attr:`path`,

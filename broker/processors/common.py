@@ -86,8 +86,11 @@ def status_name(status: Any) -> str:
     return getattr(status, "name", None) or str(status)
 
 
-def put_status_response(status: Any, max_message_size: int) -> tuple[int, str | None, bool]:
-    """``SendMessageProcessor.handlePutMessageResult``: (code, remark, sendOK)."""
+def put_status_response(status: Any, max_message_size: int,
+                        disk_util: str | None = None) -> tuple[int, str | None, bool]:
+    """``SendMessageProcessor.handlePutMessageResult``: (code, remark, sendOK). ``disk_util``
+    (the store's ``disk_util()``, ``SendMessageProcessor.diskUtil``) goes into the
+    SERVICE_NOT_AVAILABLE remark between brackets."""
     name = status_name(status)
     if name == "PUT_OK":
         return ResponseCode.SUCCESS, None, True
@@ -111,8 +114,8 @@ def put_status_response(status: Any, max_message_size: int) -> tuple[int, str | 
         return (
             ResponseCode.SERVICE_NOT_AVAILABLE,
             "service not available now. It may be caused by one of the following reasons: "
-            "the broker's disk is full, messages are put to the slave, message store has "
-            "been shut down, etc.",
+            "the broker's disk is full" + (f" [{disk_util}]" if disk_util is not None else "")
+            + ", messages are put to the slave, message store has been shut down, etc.",
             False,
         )
     if name == "OS_PAGECACHE_BUSY":

@@ -401,7 +401,9 @@ class SendMessageProcessor:
         self, cmd: RemotingCommand, result: Any, status: Any, queue_id: int,
         ext: dict[str, str], topic: str, count: int, size: int,
     ) -> RemotingCommand:
-        code, remark, ok = put_status_response(status, self.max_message_size)
+        util = getattr(self.ctx.store, "disk_util", None)  # diskUtil() of the 14 remark
+        code, remark, ok = put_status_response(status, self.max_message_size, util and (
+            util() if status_name(status) == "SERVICE_NOT_AVAILABLE" else None))
         if not ok:
             log.warning("send to %s failed: %s", topic, status_name(status))
             return cmd.response(code, remark, ext)

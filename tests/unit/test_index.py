@@ -12,11 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from twisted.internet.task import Clock
 
+from rocketmq_emu.broker.index import index_file as index_file_mod
 from rocketmq_emu.broker.index.index_file import (
     ENTRY_STRUCT,
     HEADER_STRUCT,
     INDEX_ENTRY,
     INDEX_HEADER,
+    INDEX_HEADER_SIZE,
+    RESERVE_STEP,
     IndexFile,
     IndexFileError,
     index_file_size,
@@ -279,12 +282,42 @@ def test_delete_expired_files_below_min_offset(tmp_path):
     assert len(svc.files) == 1
 
 
-def test_new_file_reserves_its_blocks(tmp_path):
-    """A new index file has every block allocated (no hole for a write to SIGBUS into)."""
-    f = IndexFile(str(tmp_path / "f"), 1000, 4000, create=True)
-    size = f.file_size
+def test_blocks_are_reserved_before_they_are_written(tmp_path):
+    """A new default (420 MB) file reserves its header page; a put reserves its slot's page
+    and RESERVE_STEP of entries, never the whole file at once."""
+    f = IndexFile(str(tmp_path / "f"), create=True)
+    assert os.stat(tmp_path / "f").st_blocks * 512 < 100_000
+    f.put_key("T#k", 0, T0)
     f.close()
-    assert os.stat(tmp_path / "f").st_blocks * 512 >= size
+    assert RESERVE_STEP <= os.stat(tmp_path / "f").st_blocks * 512 < RESERVE_STEP + 100_000
+
+
+def test_slot_table_is_reserved_whole_past_the_lazy_limit(tmp_path, monkeypatch):
+    """Past SLOT_PAGES_LAZY_ENTRIES entries the whole hash-slot table is reserved."""
+    monkeypatch.setattr(index_file_mod, "SLOT_PAGES_LAZY_ENTRIES", 2)
+    f = IndexFile(str(tmp_path / "f"), 100_000, 40, create=True)
+    base = INDEX_HEADER_SIZE + 100_000 * 4
+    f.put_hashes([1], 0, T0)
+    assert os.stat(tmp_path / "f").st_blocks * 512 < base
+    f.put_hashes([2, 3], 10, T0)
+    f.close()
+    assert os.stat(tmp_path / "f").st_blocks * 512 >= base
+
+
+def test_full_disk_reserving_entries_writes_nothing(tmp_path, monkeypatch):
+    """ENOSPC reserving entry blocks raises IndexFileError before any entry is written."""
+    f = IndexFile(str(tmp_path / "f"), 10, 40, create=True)
+
+    def no_space(fd, off, size):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", no_space)
+    with pytest.raises(IndexFileError, match="no space left"):
+        f.put_key("T#k", 0, T0)
+    assert f.entry_count == 0
+    monkeypatch.undo()
+    assert f.put_key("T#k", 0, T0) and f.entry_count == 1
+    f.close()
 
 
 def test_full_disk_at_creation_is_an_index_file_error(tmp_path, monkeypatch):

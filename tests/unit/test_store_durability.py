@@ -328,19 +328,6 @@ def test_retention_deletes_old_files_never_the_current_one(tmp_path):
     s.shutdown()
 
 
-def test_retention_runs_on_the_reactor_timer(tmp_path):
-    """With a reactor, retention runs every cleanResourceInterval."""
-    clock = _clock()
-    s = make_store(tmp_path, clock=clock, reactor=clock, cl_size=2048)
-    for i in range(20):
-        s.put_message(msg(i, body=b"x" * 300))
-    assert len(s.commitlog.queue.files) > 1
-    clock.advance(72 * 3600)
-    clock.advance(10)
-    assert len(s.commitlog.queue.files) == 1
-    s.shutdown()
-
-
 @pytest.mark.parametrize("flush_type", ["ASYNC_FLUSH", "SYNC_FLUSH"])
 def test_shutdown_flushes_everything(tmp_path, flush_type):
     """A clean shutdown leaves everything flushed and the checkpoint written."""
