@@ -28,8 +28,10 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
+
+from rocketmq_emu.broker.message import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +39,9 @@ log = logging.getLogger(__name__)
 DELETE_FILES_BATCH_MAX = 10
 #: ``DefaultMessageStore.addScheduleTask``: first clean one minute after start (ms).
 CLEAN_INITIAL_DELAY_MS = 60_000
+
+#: ``MixAll.LMQ_PREFIX``: light message queue topics, never cleaned as unused.
+LMQ_PREFIX = "%LMQ%"
 
 #: ``disk_usage(path)``: used fraction (0..1) of the partition holding ``path``, -1 if unknown.
 DiskUsage = Callable[[str], float]
@@ -118,8 +123,8 @@ def judge_space(ratios: Sequence[float], max_ratio: float, warning_ratio: float,
 class StoreRetention:
     """Expects ``config``, ``clock``, ``commitlog``, ``consume_queues``, ``index``,
     ``corrupt_offsets``, ``disk_usage``, ``disk_full``, ``index_error``, ``writeable``,
-    ``_native_put``, ``_last_physical_min_offset`` and ``_drain_index`` (see
-    :class:`rocketmq_emu.broker.store.MessageStore`)."""
+    ``_native_put``, ``_last_physical_min_offset``, ``_cq_cache``, ``_drain_index`` and
+    ``delete_topic`` (see :class:`rocketmq_emu.broker.store.MessageStore`)."""
 
     def clean_files_periodically(self) -> int:
         """One ``cleanFilesPeriodically`` run (commitlog, then consume queues and index);
@@ -152,6 +157,59 @@ class StoreRetention:
         deleted = self._delete_commitlog_files(self.clock.seconds(), False)
         self._delete_logics_files()
         return deleted
+
+    def clean_expired_consume_queues(self) -> int:
+        """``DefaultMessageStore.cleanExpiredConsumerQueue`` (admin code 306): destroy every
+        queue, but the schedule topic's, whose last unit points below the commitlog's min
+        offset; returns how many."""
+        min_offset = self.commitlog.min_offset
+        destroyed = 0
+        for topic, by_id in list(self.consume_queues.queues.items()):
+            if topic == RMQ_SYS_SCHEDULE_TOPIC:
+                continue
+            for queue_id, cq in list(by_id.items()):
+                last = cq.last_commitlog_offset
+                if last == -1:
+                    log.warning("maybe ConsumeQueue was created just now. topic=%s queueId=%d "
+                                "maxPhysicOffset=%d minLogicOffset=%d.", topic, queue_id, last,
+                                cq.min_offset * 20)
+                elif last < min_offset:
+                    log.info("cleanExpiredConsumerQueue: %s %d consumer queue destroyed, "
+                             "minCommitLogOffset: %d maxCLOffsetInConsumeQueue: %d",
+                             topic, queue_id, min_offset, last)
+                    self._drop_queue(topic, queue_id)
+                    destroyed += 1
+            if topic not in self.consume_queues.queues:
+                log.info("cleanExpiredConsumerQueue: %s,topic destroyed", topic)
+        return destroyed
+
+    def clean_unused_topics(self, keep: Iterable[str]) -> list[str]:
+        """``DefaultMessageStore.cleanUnusedTopic`` (admin code 316): destroy the consume
+        queues of every topic not in ``keep`` (the broker's topic configs), except the
+        schedule, transaction-op and LMQ topics; returns the topics cleaned."""
+        keep = set(keep)
+        cleaned = []
+        for topic in list(self.consume_queues.queues):
+            if topic in keep or topic in (RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC) \
+                    or topic.startswith(LMQ_PREFIX):
+                continue
+            self.delete_topic(topic)
+            log.info("cleanUnusedTopic: %s,topic destroyed", topic)
+            cleaned.append(topic)
+        return cleaned
+
+    def _drop_queue(self, topic: str, queue_id: int) -> None:
+        """Destroy one consume queue and forget its next queue offset
+        (``commitLog.removeQueueFromTopicQueueTable`` + ``ConsumeQueue.destroy``)."""
+        by_id = self.consume_queues.queues.get(topic, {})
+        cq = by_id.pop(queue_id, None)
+        if cq is not None:
+            cq.destroy()
+        self.commitlog.topic_queue_table.pop((topic, queue_id), None)
+        # The dispatch path caches queue objects; a destroyed one must not be written again.
+        self._cq_cache.pop((topic, queue_id), None)
+        if not by_id:
+            self.consume_queues.queues.pop(topic, None)
 
     def disk_util(self) -> str:
         """``SendMessageProcessor.diskUtil``: the used ratios of the commitlog, consume-queue

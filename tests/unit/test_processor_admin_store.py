@@ -1,4 +1,4 @@
-"""AdminStoreProcessor (306, 316, 329) and the store cleaning it falls back on."""
+"""AdminStoreProcessor (306, 316, 329): the store's retention cleans on an operator's request."""
 
 from __future__ import annotations
 
@@ -6,15 +6,16 @@ from types import SimpleNamespace
 
 import pytest
 from processor_support import FakeConn, make_context, send_v2
+from twisted.internet.task import Clock
 
-from rocketmq_emu.broker.consumequeue.store import ConsumeQueueStore
-from rocketmq_emu.broker.processors.admin_store import (
-    AdminStoreProcessor,
-    clean_expired_consume_queues,
-)
+from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.processors.admin_store import AdminStoreProcessor
 from rocketmq_emu.broker.processors.send import SendMessageProcessor
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig
+
+EXPIRED = 73 * 3600  # past the default fileReservedTime of 72 h
 
 
 def call(proc, code):
@@ -22,37 +23,71 @@ def call(proc, code):
 
 
 @pytest.fixture
-def fake_store(tmp_path):
-    """A store with real consume queues and a commitlog whose min offset is 1000."""
-    queues = ConsumeQueueStore(str(tmp_path / "cq"), 20 * 10)
-    queues.put("Old", 0, 0, 0, 100, 0)
-    queues.put("New", 0, 0, 2000, 100, 0)
-    queues.put("SCHEDULE_TOPIC_XXXX", 2, 0, 0, 100, 0)
-    commitlog = SimpleNamespace(min_offset=1000, topic_queue_table={("Old", 0): 1})
-    yield SimpleNamespace(consume_queues=queues, commitlog=commitlog)
-    queues.shutdown()
+def store(tmp_path):
+    """A store on a task.Clock whose 2 KiB commitlog files each hold one 1.9 KiB message."""
+    clock = Clock()
+    clock.advance(1_700_000_000)
+    cfg = MessageStoreConfig(store_path_root_dir=str(tmp_path), mapped_file_size_commitlog=2048,
+                             mapped_file_size_consume_queue=20 * 4, max_hash_slot_num=100,
+                             max_index_num=400, warm_mapped_file_enable=False)
+    s = MessageStore(cfg, clock, clock, disk_usage=lambda path: 0.5)
+    assert s.load()
+    s.start()
+    s.test_clock = clock
+    yield s
+    s.shutdown()
 
 
-def test_clean_expired_cq_destroys_queues_below_the_commitlog_min(fake_store):
-    """cleanExpiredConsumerQueue: a queue whose last unit is below the min offset goes."""
-    assert clean_expired_consume_queues(fake_store) == 1
-    assert fake_store.consume_queues.find("Old", 0) is None
-    assert fake_store.commitlog.topic_queue_table == {}
+def put(store, topic: str, n: int) -> None:
+    for _ in range(n):
+        assert store.put_message(MessageRecord(topic=topic, queue_id=0, body=b"x" * 1900,
+                                               properties={})).ok
 
 
-def test_clean_expired_cq_keeps_live_and_schedule_queues(fake_store):
-    """cleanExpiredConsumerQueue keeps a live queue and never touches SCHEDULE_TOPIC_XXXX."""
-    clean_expired_consume_queues(fake_store)
-    assert fake_store.consume_queues.find("New", 0) is not None
-    assert fake_store.consume_queues.find("SCHEDULE_TOPIC_XXXX", 2) is not None
+def aged_store(store):
+    """Three messages on Old, 73 h later one on New, then the expired files deleted."""
+    put(store, "Old", 3)
+    store.test_clock.advance(EXPIRED)
+    put(store, "New", 1)
+    return store
 
 
-def test_clean_expired_cq_request_answers_success(fake_store):
-    """306 answers SUCCESS without a body after cleaning."""
-    proc = AdminStoreProcessor(SimpleNamespace(store=fake_store))
-    resp = call(proc, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+def processor(store):
+    return AdminStoreProcessor(SimpleNamespace(store=store))
+
+
+def test_delete_expired_commitlog_deletes_expired_files_now(store):
+    """329 deletes the commitlog files older than fileReservedTime whatever the hour."""
+    aged_store(store)
+    before = len(store.commitlog.queue.files)
+    resp = call(processor(store), RequestCode.DELETE_EXPIRED_COMMITLOG)
     assert (resp.code, resp.body) == (ResponseCode.SUCCESS, b"")
-    assert fake_store.consume_queues.find("Old", 0) is None
+    assert len(store.commitlog.queue.files) == 1 < before
+
+
+def test_clean_expired_cq_destroys_queues_below_the_commitlog_min(store):
+    """306: a queue whose last unit lies below the commitlog's min offset is destroyed."""
+    aged_store(store).clean_expired_files()
+    assert store.consume_queues.find("Old", 0) is not None
+    resp = call(processor(store), RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+    assert (resp.code, resp.body) == (ResponseCode.SUCCESS, b"")
+    assert store.consume_queues.find("Old", 0) is None
+    assert ("Old", 0) not in store.commitlog.topic_queue_table
+
+
+def test_clean_expired_cq_keeps_live_queues(store):
+    """306 keeps a queue whose messages are still in the commitlog."""
+    aged_store(store).clean_expired_files()
+    call(processor(store), RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+    assert store.consume_queues.find("New", 0) is not None
+
+
+def test_clean_expired_cq_never_touches_the_schedule_topic(store):
+    """306 leaves SCHEDULE_TOPIC_XXXX's queues alone, as cleanExpiredConsumerQueue does."""
+    put(store, "SCHEDULE_TOPIC_XXXX", 1)
+    aged_store(store).clean_expired_files()
+    call(processor(store), RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+    assert store.consume_queues.find("SCHEDULE_TOPIC_XXXX", 0) is not None
 
 
 def test_clean_unused_topic_drops_queues_of_unconfigured_topics(tmp_path):
@@ -69,21 +104,3 @@ def test_clean_unused_topic_drops_queues_of_unconfigured_topics(tmp_path):
         assert "Kept" in ctx.store.consume_queues.topics()
     finally:
         ctx.store.shutdown()
-
-
-def test_delete_expired_commitlog_runs_the_store_retention():
-    """329 runs the store's clean of expired commitlog files and answers SUCCESS."""
-    runs = []
-    store = SimpleNamespace(clean_expired_files=lambda: runs.append(1) or 0)
-    resp = call(AdminStoreProcessor(SimpleNamespace(store=store)),
-                RequestCode.DELETE_EXPIRED_COMMITLOG)
-    assert resp.code == ResponseCode.SUCCESS and runs == [1]
-
-
-def test_delete_expired_commitlog_prefers_the_store_method():
-    """329 calls the store's own delete_expired_commitlog() when it has one."""
-    runs = []
-    store = SimpleNamespace(delete_expired_commitlog=lambda: runs.append("own"),
-                            clean_expired_files=lambda: runs.append("fallback"))
-    call(AdminStoreProcessor(SimpleNamespace(store=store)), RequestCode.DELETE_EXPIRED_COMMITLOG)
-    assert runs == ["own"]
