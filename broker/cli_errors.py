@@ -5,8 +5,8 @@ a bad ``broker.conf`` value or an unusable store config file (``topics.json`` ..
 failures: :func:`describe_startup_failure` turns them into one sentence naming the port, the path
 or the file; anything else returns None and is shown with its traceback (a bug).
 Mirrors what ``BrokerStartup`` / ``NamesrvStartup`` do in Java (print the cause, ``exit(-1)``),
-minus the stack trace. Imports nothing heavy: the exception classes are matched by name where
-importing their module would cost start time.
+minus the stack trace. The exception classes are imported only when a start has failed, so a
+start that succeeds pays nothing for this module.
 """
 
 from __future__ import annotations
@@ -36,10 +36,6 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
         cur = cur.__cause__ or cur.__context__
 
 
-def _is(exc: BaseException, name: str) -> bool:
-    return any(cls.__name__ == name for cls in type(exc).__mro__)
-
-
 def _port_message(exc: Any, roles: list[PortRole]) -> str:
     port = exc.port
     host = exc.interface or "0.0.0.0"
@@ -60,17 +56,23 @@ def _port_message(exc: Any, roles: list[PortRole]) -> str:
 def describe_startup_failure(exc: BaseException, roles: list[PortRole],
                              store_root: str | None = None) -> str | None:
     """One line for an expected startup failure, or None for an unexpected one (a bug)."""
+    from twisted.internet.error import CannotListenError
+
+    from rocketmq_emu.broker.commitlog.store_lock import StoreLockedError
+    from rocketmq_emu.broker.config import ConfigError
+    from rocketmq_emu.broker.configs.base import ConfigFileError
+
     for cause in _causes(exc):
-        if _is(cause, "CannotListenError"):  # twisted.internet.error
+        if isinstance(cause, CannotListenError):
             return _port_message(cause, roles)
-        if _is(cause, "StoreLockedError"):  # broker.commitlog.store_lock
+        if isinstance(cause, StoreLockedError):
             lock = os.path.join(store_root, "lock") if store_root else "its lock file"
             where = f"store {store_root}" if store_root else "the store"
             return (f"{where} is in use by another running broker (lock held on {lock}); "
                     "stop that process or use another --store")
-        if _is(cause, "ConfigError"):  # broker.config: names file, line and key
+        if isinstance(cause, ConfigError):  # names file, line and key
             return f"{cause}; fix that line of the file"
-        if _is(cause, "ConfigFileError"):  # broker.configs.base: names the JSON file
+        if isinstance(cause, ConfigFileError):  # names the JSON file
             return f"{' '.join(str(cause).split())}; fix or remove that file"
         if isinstance(cause, OSError) and cause.filename is not None:
             path = os.fsdecode(cause.filename)
