@@ -139,8 +139,6 @@ def _serve(starter, roles: list[PortRole] | None = None, store_root: str | None 
     """
     from twisted.internet import defer, reactor
 
-    from rocketmq_emu.broker.configs.base import ConfigFileError
-
     services: list[Any] = []
     outcome = {"rc": 0}
 
@@ -155,10 +153,6 @@ def _serve(starter, roles: list[PortRole] | None = None, store_root: str | None 
         except CliError as e:
             print(f"rmq-emu: {e}", file=sys.stderr, flush=True)
             outcome["rc"] = 2
-            reactor.stop()
-        except ConfigFileError as e:  # a store's config file and its .bak are both unusable
-            print(f"rmq-emu: cannot start: {e}", file=sys.stderr, flush=True)
-            outcome["rc"] = 1
             reactor.stop()
         except Exception as e:
             message = describe_startup_failure(e, roles or [], store_root)

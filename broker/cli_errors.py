@@ -73,7 +73,7 @@ def describe_startup_failure(exc: BaseException, roles: list[PortRole],
         if isinstance(cause, ConfigError):  # names file, line and key
             return f"{cause}; fix that line of the file"
         if isinstance(cause, ConfigFileError):  # names the JSON file
-            return f"{' '.join(str(cause).split())}; fix or remove that file"
+            return f"cannot start: {' '.join(str(cause).split())}; fix or remove that file"
         if isinstance(cause, OSError) and cause.filename is not None:
             path = os.fsdecode(cause.filename)
             why = cause.strerror or str(cause)
