@@ -58,8 +58,9 @@ INDEX_ENTRY_SIZE = 20
 DEFAULT_HASH_SLOT_NUM = 5_000_000
 #: ``MessageStoreConfig.maxIndexNum`` default.
 DEFAULT_INDEX_NUM = 20_000_000
-#: Entry blocks are reserved this far ahead of the last entry written.
-RESERVE_STEP = 4 << 20
+#: Entry blocks are reserved this far ahead of the last entry written (small: a store that
+#: writes a few keys, as most test stores do, should not cost megabytes of disk).
+RESERVE_STEP = 1 << 20  # 52,428 entries: one fallocate per step costs nothing
 #: Hash-slot pages are reserved one by one until a file holds this many entries.
 SLOT_PAGES_LAZY_ENTRIES = 16_384
 _PAGE = 4096
