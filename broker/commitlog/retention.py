@@ -28,10 +28,8 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
-
-from rocketmq_emu.broker.message import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +37,6 @@ log = logging.getLogger(__name__)
 DELETE_FILES_BATCH_MAX = 10
 #: ``DefaultMessageStore.addScheduleTask``: first clean one minute after start (ms).
 CLEAN_INITIAL_DELAY_MS = 60_000
-
-#: ``MixAll.LMQ_PREFIX``: light message queue topics, never cleaned as unused.
-LMQ_PREFIX = "%LMQ%"
 
 #: ``disk_usage(path)``: used fraction (0..1) of the partition holding ``path``, -1 if unknown.
 DiskUsage = Callable[[str], float]
@@ -158,14 +153,15 @@ class StoreRetention:
         self._delete_logics_files()
         return deleted
 
-    def clean_expired_consume_queues(self) -> int:
-        """``DefaultMessageStore.cleanExpiredConsumerQueue`` (admin code 306): destroy every
-        queue, but the schedule topic's, whose last unit points below the commitlog's min
-        offset; returns how many."""
+    def clean_expired_consume_queues(self, keep: Callable[[str], bool]) -> int:
+        """``cleanExpiredConsumerQueue`` (admin code 306): destroy every queue whose last unit
+        points below the commitlog's min offset, but those of the topics ``keep`` names (the
+        broker's system topics: the schedule and timer services follow their queues' offsets,
+        which a destroyed queue would restart from 0); returns how many."""
         min_offset = self.commitlog.min_offset
         destroyed = 0
         for topic, by_id in list(self.consume_queues.queues.items()):
-            if topic == RMQ_SYS_SCHEDULE_TOPIC:
+            if keep(topic):
                 continue
             for queue_id, cq in list(by_id.items()):
                 last = cq.last_commitlog_offset
@@ -183,15 +179,13 @@ class StoreRetention:
                 log.info("cleanExpiredConsumerQueue: %s,topic destroyed", topic)
         return destroyed
 
-    def clean_unused_topics(self, keep: Iterable[str]) -> list[str]:
-        """``DefaultMessageStore.cleanUnusedTopic`` (admin code 316): destroy the consume
-        queues of every topic not in ``keep`` (the broker's topic configs), except the
-        schedule, transaction-op and LMQ topics; returns the topics cleaned."""
-        keep = set(keep)
+    def clean_unused_topics(self, keep: Callable[[str], bool]) -> list[str]:
+        """``cleanUnusedTopic`` (admin code 316): destroy the consume queues of every topic
+        ``keep`` does not name (the broker keeps its configured and system topics); returns the
+        topics cleaned."""
         cleaned = []
         for topic in list(self.consume_queues.queues):
-            if topic in keep or topic in (RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC) \
-                    or topic.startswith(LMQ_PREFIX):
+            if keep(topic):
                 continue
             self.delete_topic(topic)
             log.info("cleanUnusedTopic: %s,topic destroyed", topic)

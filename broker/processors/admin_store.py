@@ -16,6 +16,9 @@ from rocketmq_emu.broker.remoting.command import RemotingCommand
 
 log = logging.getLogger(__name__)
 
+#: ``MixAll.LMQ_PREFIX``: light message queue topics, never cleaned as unused.
+LMQ_PREFIX = "%LMQ%"
+
 
 class AdminStoreProcessor:
     """Handlers for 306, 316 and 329."""
@@ -34,14 +37,24 @@ class AdminStoreProcessor:
     def clean_expired_consume_queue(self, cmd: RemotingCommand, conn: Any) -> RemotingCommand:
         """306: destroy consume queues whose messages all left the commitlog."""
         log.warning("invoke cleanExpiredConsumeQueue start.")
-        self.ctx.store.clean_expired_consume_queues()
+        # 4.9.8 spares only SCHEDULE_TOPIC_XXXX; RocketMQ 5 (ConsumeQueueStore.cleanExpired)
+        # every system topic, which the timer topic (rmq_sys_wheel_timer) here needs.
+        self.ctx.store.clean_expired_consume_queues(self.ctx.topic_config.is_system_topic)
         log.warning("invoke cleanExpiredConsumeQueue end.")
         return cmd.response(ResponseCode.SUCCESS)
 
     def clean_unused_topic(self, cmd: RemotingCommand, conn: Any) -> RemotingCommand:
         """316: destroy consume queues of topics the broker no longer has a config for."""
         log.warning("invoke cleanUnusedTopic start.")
-        self.ctx.store.clean_unused_topics(self.ctx.topic_config.topic_config_table)
+        topics = self.ctx.topic_config
+
+        def keep(topic: str) -> bool:
+            # DefaultMessageStore.cleanUnusedTopic (5.x): configured, system and LMQ topics
+            # stay; 4.9.8 listed the schedule and transaction-op topics, missing the timer's.
+            return (topic in topics.topic_config_table or topics.is_system_topic(topic)
+                    or topic.startswith(LMQ_PREFIX))
+
+        self.ctx.store.clean_unused_topics(keep)
         log.warning("invoke cleanUnusedTopic end.")
         return cmd.response(ResponseCode.SUCCESS)
 

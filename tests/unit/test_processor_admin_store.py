@@ -9,6 +9,8 @@ from processor_support import FakeConn, make_context, send_v2
 from twisted.internet.task import Clock
 
 from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.configs.topics import TopicConfigManager
+from rocketmq_emu.broker.message import TIMER_TOPIC
 from rocketmq_emu.broker.processors.admin_store import AdminStoreProcessor
 from rocketmq_emu.broker.processors.send import SendMessageProcessor
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
@@ -53,7 +55,9 @@ def aged_store(store):
 
 
 def processor(store):
-    return AdminStoreProcessor(SimpleNamespace(store=store))
+    topics = TopicConfigManager(store.config.store_path_root_dir + "/topics.json",
+                                broker_name="broker-a")
+    return AdminStoreProcessor(SimpleNamespace(store=store, topic_config=topics))
 
 
 def test_delete_expired_commitlog_deletes_expired_files_now(store):
@@ -82,12 +86,24 @@ def test_clean_expired_cq_keeps_live_queues(store):
     assert store.consume_queues.find("New", 0) is not None
 
 
-def test_clean_expired_cq_never_touches_the_schedule_topic(store):
-    """306 leaves SCHEDULE_TOPIC_XXXX's queues alone, as cleanExpiredConsumerQueue does."""
-    put(store, "SCHEDULE_TOPIC_XXXX", 1)
+@pytest.mark.parametrize("topic", ["SCHEDULE_TOPIC_XXXX", TIMER_TOPIC])
+def test_clean_expired_cq_never_touches_system_topics(store, topic):
+    """306 leaves the schedule and timer topics' queues alone: their services follow the
+    queue offsets, which a destroyed queue would restart from 0."""
+    put(store, topic, 1)
     aged_store(store).clean_expired_files()
     call(processor(store), RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
-    assert store.consume_queues.find("SCHEDULE_TOPIC_XXXX", 0) is not None
+    assert store.consume_queues.find(topic, 0) is not None
+
+
+def test_clean_unused_topic_keeps_the_timer_topic(store):
+    """316 keeps rmq_sys_wheel_timer (a system topic without a topic config) and its offsets."""
+    put(store, TIMER_TOPIC, 3)
+    put(store, "Unconfigured", 1)
+    call(processor(store), RequestCode.CLEAN_UNUSED_TOPIC)
+    assert store.consume_queues.find("Unconfigured", 0) is None
+    assert store.consume_queues.find(TIMER_TOPIC, 0) is not None
+    assert store.commitlog.topic_queue_table[(TIMER_TOPIC, 0)] == 3
 
 
 def test_clean_unused_topic_drops_queues_of_unconfigured_topics(tmp_path):
