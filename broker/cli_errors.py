@@ -58,9 +58,12 @@ def describe_startup_failure(exc: BaseException, roles: list[PortRole],
     """One line for an expected startup failure, or None for an unexpected one (a bug)."""
     from twisted.internet.error import CannotListenError
 
+    from rocketmq_emu.broker.commitlog.mapped_file import MappedFileError
+    from rocketmq_emu.broker.commitlog.recovery import RecoveryError
     from rocketmq_emu.broker.commitlog.store_lock import StoreLockedError
     from rocketmq_emu.broker.config import ConfigError
     from rocketmq_emu.broker.configs.base import ConfigFileError
+    from rocketmq_emu.broker.index.index_file import IndexFileError
 
     for cause in _causes(exc):
         if isinstance(cause, CannotListenError):
@@ -74,6 +77,18 @@ def describe_startup_failure(exc: BaseException, roles: list[PortRole],
             return f"{cause}; fix that line of the file"
         if isinstance(cause, ConfigFileError):  # names the JSON file
             return f"cannot start: {' '.join(str(cause).split())}; fix or remove that file"
+        if isinstance(cause, RecoveryError):  # corrupt where acknowledged records follow
+            return (f"cannot recover the store: {cause.strerror}; move the store aside "
+                    "(it is never repaired by dropping acknowledged messages) or use another "
+                    "--store")
+        if isinstance(cause, MappedFileError):  # names the store file
+            if cause.errno == errno.ENOSPC:
+                return f"no space left for the store: {cause.strerror}; free disk space"
+            return (f"cannot use a store file: {cause.strerror}; a store keeps the "
+                    "mappedFileSize* settings it was written with, or use another --store")
+        if isinstance(cause, IndexFileError):  # names the index file
+            return (f"{' '.join(str(cause).split())}; index files are rebuilt from the "
+                    "commitlog: move that file aside")
         if isinstance(cause, OSError) and cause.filename is not None:
             path = os.fsdecode(cause.filename)
             why = cause.strerror or str(cause)

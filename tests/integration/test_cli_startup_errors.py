@@ -157,6 +157,16 @@ def test_unusable_store_config_file_is_one_line(tmp_path, conf):
     assert_one_line_failure(result, str(config / "topics.json"))
 
 
+def test_commitlog_of_another_file_size_is_one_line(tmp_path, conf):
+    """A commitlog written with another mappedFileSizeCommitLog: one line naming the file."""
+    store = tmp_path / "s" / "commitlog"
+    store.mkdir(parents=True)
+    (store / "00000000000000000000").write_bytes(bytes(4096))
+    result = run_cli("up", "-c", conf, "--store", str(tmp_path / "s"),
+                     "--namesrv-port", str(free_port()), "--broker-port", str(free_port()))
+    assert_one_line_failure(result, str(store / "00000000000000000000"), "mappedFileSize")
+
+
 def test_debug_shows_the_traceback(busy):
     """--debug adds the traceback to the one-line message."""
     result = run_cli("--debug", "namesrv", "--port", str(_port(busy)))
