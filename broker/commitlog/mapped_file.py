@@ -159,6 +159,19 @@ class MappedFile:
         """Bytes left to write."""
         return self.file_size - self.wrote_position
 
+    def reserve_holes(self) -> None:
+        """Allocate any block of the file still a hole (consume-queue files written by builds
+        that created them sparse), so that a write into it on a full disk cannot kill the
+        process with SIGBUS. Best effort, for a file being reopened: ``posix_fallocate`` only
+        (the zero-writing fallback would rewrite live data); a failure is logged, and the file
+        is used as before."""
+        try:
+            os.posix_fallocate(self._fd, 0, self.file_size)
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                log.warning("cannot reserve the blocks of %s (%s): a write into a hole may fail "
+                            "once the disk is full", self.path, exc.strerror)
+
     def set_positions(self, pos: int) -> None:
         """Set wrote/flushed positions (load and recovery)."""
         self.wrote_position = pos

@@ -79,6 +79,8 @@ class MappedFileQueue:
             mf = MappedFile(path, self.mapped_file_size, create=False, warm=False)
             mf.set_positions(self.mapped_file_size)
             self.files.append(mf)
+        if self.files:
+            self.files[-1].reserve_holes()  # the one file that is written into again
         for prev, nxt in zip(self.files, self.files[1:], strict=False):
             if nxt.file_from_offset != prev.file_from_offset + self.mapped_file_size:
                 log.warning("gap in %s between %s and %s", self.store_path,

@@ -95,6 +95,18 @@ def test_load_restores_files_at_full_size(tmp_path):
     q2.shutdown()
 
 
+def test_load_reserves_the_holes_of_the_last_file(tmp_path):
+    """A sparse last file (an older build's consume queue) has its blocks allocated by load()."""
+    path = tmp_path / offset_to_file_name(0)
+    with open(path, "wb") as f:
+        f.truncate(SIZE * 16)
+    assert os.stat(path).st_blocks == 0
+    q = MappedFileQueue(str(tmp_path), SIZE * 16)
+    assert q.load()
+    assert os.stat(path).st_blocks * 512 >= SIZE * 16
+    q.shutdown()
+
+
 def test_load_rejects_wrong_size_naming_file(tmp_path):
     """A file whose size is not the configured size is refused with its name."""
     (tmp_path / offset_to_file_name(0)).write_bytes(b"short")
