@@ -107,6 +107,9 @@ class MessageStore(StoreReader, StoreDispatch, StoreRetention):
         self.clock = clock
         self.reactor = reactor
         os.makedirs(config.store_path_root_dir, exist_ok=True)
+        # DefaultMessageStore ensureDirOK(storePathLogic): the disk check reads its partition,
+        # and a missing directory would read as -1, "space to delete", at every check.
+        os.makedirs(config.consume_queue_dir, exist_ok=True)
         self.lock = StoreLock(config.store_path_root_dir)
         self.commitlog = CommitLog(
             config.commitlog_dir, config.mapped_file_size_commitlog, clock,

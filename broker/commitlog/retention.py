@@ -224,7 +224,10 @@ class StoreRetention:
         if not self.writeable:
             if self.__dict__.get("put_message") is native:
                 del self.put_message
-        elif "put_message" not in self.__dict__:
+                self._native_put_unbound = True
+        elif self.__dict__.pop("_native_put_unbound", False):
+            # Only what this method unbound comes back: a caller that removed the C path on
+            # purpose (a test forcing the Python path) keeps it removed.
             self.put_message = native
 
     def _delete_commitlog_files(self, now: float, at_once: bool) -> int:

@@ -17,6 +17,7 @@ from twisted.internet.task import Clock
 from rocketmq_emu.broker.commitlog.native_put import native_put_active
 from rocketmq_emu.broker.commitlog.record import MessageRecord
 from rocketmq_emu.broker.commitlog.retention import (
+    disk_used_ratio,
     is_time_to_delete,
     judge_space,
     max_used_ratio,
@@ -82,6 +83,14 @@ def advance_to(clock: Clock, t: float, step: float = 10.0) -> None:
     while clock.seconds() + step <= t:
         clock.advance(step)
     clock.advance(t - clock.seconds())
+
+
+def test_fresh_store_reads_a_real_disk_ratio(tmp_path):
+    """A store with no consume queue yet has its directory, so the default check reads a ratio
+    and does not take a missing path (-1) as "space to delete" at every hour."""
+    cfg = MessageStoreConfig(store_path_root_dir=str(tmp_path / "store"))
+    MessageStore(cfg, clock_at(local(8, 1)))
+    assert disk_used_ratio(cfg.consume_queue_dir) >= 0
 
 
 # --- pure rules ---------------------------------------------------------------------------------
@@ -196,6 +205,23 @@ def test_puts_are_refused_above_the_warning_ratio_until_usage_falls(tmp_path):
     assert [r.status for r in fill(s, 2, start=4)] == [OK, OK]
     assert s.get_max_offset_in_queue("T", 0) == 3
     assert native_put_active(s) == native  # the C put path is back
+    s.shutdown()
+
+
+def test_a_put_path_removed_on_purpose_stays_removed(tmp_path):
+    """After a full-disk episode only the C put path the guard unbound comes back."""
+    clock = clock_at(local(8, 10))
+    disk = FakeDisk(0.95)
+    s = make_store(tmp_path, clock, disk)
+    if not native_put_active(s):
+        s.shutdown()
+        pytest.skip("the C put path is not built")
+    s.__dict__.pop("put_message")  # the caller chose the Python path
+    clock.advance(60)
+    disk.ratio = 0.5
+    clock.advance(10)
+    assert fill(s, 1)[0].status is OK
+    assert not native_put_active(s)
     s.shutdown()
 
 
