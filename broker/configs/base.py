@@ -243,12 +243,24 @@ class ConfigManager:
             return False
         if self._main_corrupt:
             # ConfigManager.loadBak: a missing backup still counts as loaded (the defaults).
-            log.error("config file %s is %s; %s", self.path, main_state,
+            # The unreadable file is kept beside it, since the next persist replaces it.
+            kept = "" if loaded else self._set_aside()
+            log.error("config file %s is %s; %s%s", self.path, main_state,
                       f"loaded its backup {self.bak_path}" if loaded
-                      else f"no backup {self.bak_path} either: starting from the defaults")
+                      else f"no backup {self.bak_path} either: starting from the defaults", kept)
         elif loaded:
             log.warning("loaded backup %s", self.bak_path)
         return True
+
+    def _set_aside(self) -> str:
+        """Rename the unusable file to ``<file>.corrupt`` for its owner to inspect; returns
+        what to add to the log line."""
+        aside = self.path + ".corrupt"
+        try:
+            os.replace(self.path, aside)
+        except OSError as exc:
+            return f" (could not keep it as {aside}: {exc.strerror})"
+        return f"; its content is kept in {aside}"
 
     def to_bytes(self) -> bytes:
         """The file's bytes: sorted keys, indented, integer keys quoted."""

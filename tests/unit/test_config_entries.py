@@ -137,6 +137,17 @@ def test_a_truncated_subscription_file_falls_back_to_its_backup(tmp_path, caplog
     assert f"config file {path} is unusable (not valid JSON" in caplog.text
 
 
+def test_an_unusable_file_without_backup_is_kept_aside(tmp_path):
+    """consumerOffset.json cut short with no .bak: the store starts from the defaults and the
+    cut file is kept as .corrupt, not overwritten by the next persist."""
+    torn = json.dumps({"offsetTable": {"T@g": {"0": 12}}})[:25]
+    path = write(tmp_path / "consumerOffset.json", torn)
+    m = ConsumerOffsetManager(path)
+    assert m.load()
+    assert m.persist()
+    assert (tmp_path / "consumerOffset.json.corrupt").read_text() == torn
+
+
 def test_a_table_that_is_not_an_object_makes_the_file_unusable(tmp_path):
     """topics.json whose topicConfigTable is a list is corrupt as a whole: the .bak is used."""
     write(tmp_path / "topics.json.bak", {"topicConfigTable": {"Good": GOOD_TOPIC}})
