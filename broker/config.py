@@ -275,6 +275,12 @@ def _validate(cfg: BrokerConfig, where: Any) -> None:
     if not 0 < cfg.listen_port < 65536:
         raise ConfigError(f"{where('listen_port', 'listenPort')}: "
                           f"{cfg.listen_port} is out of range (1-65535)")
+    hours = cfg.delete_when.split(";")
+    if not all(h.strip().isdigit() and int(h) < 24 for h in hours):
+        # UtilAll.isItTimeToDo parses each part with Integer.parseInt at every clean run: a
+        # part that is not an hour of the day would never let retention run at its hour.
+        raise ConfigError(f"{where('delete_when', 'deleteWhen')}: {cfg.delete_when!r} must "
+                          "be hours of the day (0-23), ';'-separated, e.g. 04 or 04;16")
     from rocketmq_emu.broker.schedule.delay_levels import DelayLevelError, parse_delay_levels
 
     try:

@@ -25,6 +25,18 @@ def test_message_delay_level_names_its_line():
         parse_broker_conf("messageDelayLevel=1s 5x\n", "b.conf")
 
 
+@pytest.mark.parametrize("value", ["4am", "04;25", ""])
+def test_delete_when_that_is_not_hours_names_its_line(value):
+    """A deleteWhen that is not ';'-separated hours of the day names file:line and the key."""
+    with pytest.raises(ConfigError, match=r"^b\.conf:1 deleteWhen: "):
+        parse_broker_conf(f"deleteWhen={value}\n", "b.conf")
+
+
+def test_delete_when_of_several_hours_is_accepted():
+    """deleteWhen=04;16 (RocketMQ's form for two cleaning hours) loads."""
+    assert parse_broker_conf("deleteWhen=04;16\n", "b.conf").config.delete_when == "04;16"
+
+
 def test_the_last_occurrence_of_a_key_is_named():
     """With a key set twice, the line of the value that won is named (Java: the last wins)."""
     with pytest.raises(ConfigError, match=r"^b\.conf:2 flushDiskType"):
