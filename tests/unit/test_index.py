@@ -402,3 +402,40 @@ def test_repeated_key_in_one_message_is_indexed_once(tmp_path):
     assert svc.files[0].entry_count == 2
     assert svc.query("T", "k", 32, 0, T0).phy_offsets == [0]
     assert svc.query("T", "U", 32, 0, T0).phy_offsets == [0]
+
+
+@given(batches=st.lists(st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=300),
+                        min_size=1, max_size=12),
+       reopen_after=st.integers(0, 12))
+def test_every_write_lands_in_reserved_blocks(tmp_path_factory, batches, reopen_after):
+    """Header, every hash slot and every entry written lie in blocks reserved before (a write
+    into a hole is a SIGBUS on a full disk), also after the file is closed and reopened."""
+    slots, entries = 200_000, 4_000
+    path = str(tmp_path_factory.mktemp("reserve") / "f")
+    reserved: list[tuple[int, int]] = []
+    real = index_file_mod.preallocate
+
+    def recording(fd, size, where, start=0):
+        reserved.append((start, size))
+        return real(fd, size, where, start)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(index_file_mod, "preallocate", recording)
+        f = IndexFile(path, slots, entries, create=True)
+        written = [(0, INDEX_HEADER_SIZE)]
+        for i, hashes in enumerate(batches):
+            if i == reopen_after:
+                f.close()
+                f = IndexFile(path, slots, entries)
+            first = f.header.index_count
+            done = f.put_hashes(hashes, 100 + i, T0 + i)
+            base = INDEX_HEADER_SIZE + slots * 4
+            for n, h in zip(range(first, first + done), hashes, strict=False):
+                written.append((INDEX_HEADER_SIZE + (h % slots) * 4, 4))
+                written.append((base + n * 20, 20))
+        f.close()
+
+    def covered(pos: int, size: int) -> bool:
+        return any(start <= pos and pos + size <= end for start, end in reserved)
+
+    assert [w for w in written if not covered(*w)] == []
