@@ -377,6 +377,9 @@ def preallocate(fd: int, size: int, path: str, start: int = 0) -> None:
     except OSError as exc:
         if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
             raise _allocation_error(exc, size, path) from exc
+    # Writing a live range back is safe only because every writer of these files (puts, index
+    # entries) runs on the reactor thread, as this does: no store happens between the read
+    # and the write. glibc emulates posix_fallocate itself, so this is rarely reached.
     try:
         for off in range(start, size, len(_ZERO_CHUNK)):
             chunk = min(len(_ZERO_CHUNK), size - off)
