@@ -17,11 +17,13 @@ from typing import Any
 from twisted.internet import defer
 
 from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.jsonutil import loads_lenient
 from rocketmq_emu.broker.message import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
     decode_offset_msg_id,
 )
+from rocketmq_emu.broker.remoting.bodies import decode_mq_map
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.client import api
@@ -211,8 +213,6 @@ class Admin(BrokerAdminMixin):
         """GET_CONSUMER_RUNNING_INFO (307) relayed by a broker to one consumer; fires with the
         parsed ``ConsumerRunningInfo`` (queue-keyed maps as ``{(topic, broker, qid): value}``)."""
         async def run() -> dict:
-            from rocketmq_emu.broker.processors.reset_offset import decode_mq_map, loads_lenient
-
             addr = broker_addr or (await self._master_addrs())[0]
             resp = await self.instance.invoke(addr, RemotingCommand.request(
                 RequestCode.GET_CONSUMER_RUNNING_INFO,
@@ -231,8 +231,6 @@ class Admin(BrokerAdminMixin):
         client's running info (307, relayed by the broker) for its ``mqTable``. Best effort
         like the Java tool: a group offline or a client not answering leaves its queues out."""
         async def run() -> dict[tuple[str, str, int], str]:
-            from rocketmq_emu.broker.processors.reset_offset import loads_lenient
-
             owners: dict[tuple[str, str, int], str] = {}
             for addr in broker_addrs:
                 try:

@@ -11,6 +11,8 @@ from typing import Any
 
 from twisted.internet import defer
 
+from rocketmq_emu.broker.jsonutil import loads_lenient
+from rocketmq_emu.broker.remoting.bodies import decode_mq_map
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.client.message import MQBrokerError
@@ -35,8 +37,6 @@ class BrokerAdminMixin:
 
     async def _json(self, addr: str, code: int, ext: dict[str, str] | None = None,
                     timeout: float | None = None) -> Any:
-        from rocketmq_emu.broker.processors.reset_offset import loads_lenient
-
         resp = await self._call(addr, code, ext, timeout)
         return loads_lenient(resp.body) if resp.body else None
 
@@ -83,8 +83,6 @@ class BrokerAdminMixin:
         """GET_BROKER_CONSUME_STATS (317): ``{"brokerAddr", "totalDiff", "consumeStatsList":
         [{group: [{"consumeTps", "offsetTable": {(topic, broker, qid): OffsetWrapper}}]}]}``."""
         async def run() -> dict[str, Any]:
-            from rocketmq_emu.broker.processors.reset_offset import decode_mq_map
-
             doc = await self._json(addr, RequestCode.GET_BROKER_CONSUME_STATS,
                                    {"isOrder": _bool(is_order)}, timeout) or {}
             for entry in doc.get("consumeStatsList") or []:

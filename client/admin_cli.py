@@ -36,11 +36,8 @@ from collections.abc import Callable
 from typing import Any
 
 from rocketmq_emu.broker import jsonutil
-from rocketmq_emu.broker.processors.reset_offset import (
-    decode_mq_map,
-    decode_offset_table,
-    loads_lenient,
-)
+from rocketmq_emu.broker.jsonutil import loads_lenient
+from rocketmq_emu.broker.remoting.bodies import decode_mq_map, decode_offset_table
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.client import admin_cli_broker

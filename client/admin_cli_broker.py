@@ -23,7 +23,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from rocketmq_emu.broker.processors.reset_offset import decode_mq_map, loads_lenient
+from rocketmq_emu.broker.jsonutil import loads_lenient
+from rocketmq_emu.broker.remoting.bodies import decode_mq_map
 from rocketmq_emu.broker.remoting.codes import RequestCode
 from rocketmq_emu.client.admin_common import all_addrs, invoke, route_masters
 from rocketmq_emu.client.admin_output import Output, UsageError

@@ -20,11 +20,8 @@ from __future__ import annotations
 import logging
 import os
 
-from rocketmq_emu.broker.processors.reset_offset import (
-    decode_mq_map,
-    encode_offset_table,
-    loads_lenient,
-)
+from rocketmq_emu.broker.jsonutil import loads_lenient
+from rocketmq_emu.broker.remoting.bodies import decode_mq_map, encode_offset_table
 from rocketmq_emu.client.message import MessageQueue
 
 log = logging.getLogger(__name__)

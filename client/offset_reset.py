@@ -18,7 +18,7 @@ from typing import Any
 
 from twisted.internet import defer
 
-from rocketmq_emu.broker.processors.reset_offset import decode_offset_table, encode_mq_map
+from rocketmq_emu.broker.remoting.bodies import decode_offset_table, encode_mq_map
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.client import api

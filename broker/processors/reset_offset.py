@@ -11,22 +11,27 @@ clients are offline (CONSUMER_NOT_ONLINE, as 4.9.8 answers) still restarts from 
 Broadcasting groups keep offsets client-side: they get the 220 push, their (absent) broker
 offsets are neither required nor written.
 
-``Map<MessageQueue, Long>`` bodies are written the way fastjson writes them — the MessageQueue
-object as the key, ``{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:5}}`` — which Java
-clients parse; :func:`loads_lenient` reads that shape back. C++ admin requests (language CPP)
-get ``ResetOffsetBodyForC``: a list of ``{brokerName, offset, queueId, topic}``.
+The bodies (``ResetOffsetBody``, ``ResetOffsetBodyForC`` for C++ admin requests, fastjson's
+``Map<MessageQueue, V>``) are :mod:`rocketmq_emu.broker.remoting.bodies`, shared with the client.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 from twisted.internet import defer
 
 from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.jsonutil import loads_lenient
 from rocketmq_emu.broker.processors.context import BrokerContext
+from rocketmq_emu.broker.remoting.bodies import (
+    MQKey,
+    decode_mq_map,
+    encode_mq_map,
+    encode_offset_table,
+    encode_offset_table_for_c,
+)
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.broker.remoting.headers import ResetOffsetRequestHeader
@@ -36,124 +41,6 @@ log = logging.getLogger(__name__)
 #: ``MQVersion.Version.V3_0_7_SNAPSHOT.ordinal()``: clients older than this cannot reset.
 V3_0_7_SNAPSHOT = 25
 CLIENT_CALL_TIMEOUT_S = 5.0
-
-MQKey = tuple[str, str, int]
-"""(topic, brokerName, queueId)."""
-
-
-# --- fastjson Map<MessageQueue, Long> -----------------------------------------------------------
-def encode_mq_map(table: dict[MQKey, Any]) -> str:
-    """``{ {mq}:value, ... }`` as fastjson writes a ``Map<MessageQueue, V>``."""
-    return jsonutil.dumps_object_keyed(
-        ({"brokerName": mq[1], "queueId": mq[2], "topic": mq[0]}, v) for mq, v in table.items()
-    ).decode()
-
-
-def encode_offset_table(table: dict[MQKey, int]) -> bytes:
-    """``ResetOffsetBody``: ``{"offsetTable":{{mq}:offset,...}}``."""
-    return ('{"offsetTable":' + encode_mq_map(table) + "}").encode("utf-8")
-
-
-def encode_offset_table_for_c(table: dict[MQKey, int]) -> bytes:
-    """``ResetOffsetBodyForC``: ``{"offsetTable":[{brokerName, offset, queueId, topic}]}``."""
-    items = [{"brokerName": mq[1], "offset": off, "queueId": mq[2], "topic": mq[0]}
-             for mq, off in table.items()]
-    return jsonutil.dumps({"offsetTable": items})
-
-
-class _Lenient:
-    """JSON with fastjson's extensions: object or unquoted-number keys."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.decoder = json.JSONDecoder()
-
-    def ws(self, pos: int) -> int:
-        while pos < len(self.text) and self.text[pos] in " \t\r\n":
-            pos += 1
-        return pos
-
-    def value(self, pos: int) -> tuple[Any, int]:
-        pos = self.ws(pos)
-        ch = self.text[pos:pos + 1]
-        if ch == "{":
-            return self.obj(pos + 1)
-        if ch == "[":
-            return self.arr(pos + 1)
-        return self.decoder.raw_decode(self.text, pos)
-
-    def obj(self, pos: int) -> tuple[dict[Any, Any], int]:
-        out: dict[Any, Any] = {}
-        pos = self.ws(pos)
-        if self.text[pos:pos + 1] == "}":
-            return out, pos + 1
-        while True:
-            key, pos = self.value(pos)
-            if isinstance(key, dict):
-                key = tuple(sorted(key.items()))
-            pos = self.ws(pos)
-            if self.text[pos:pos + 1] != ":":
-                raise ValueError(f"expected ':' at {pos}")
-            val, pos = self.value(pos + 1)
-            out[key] = val
-            pos = self.ws(pos)
-            ch = self.text[pos:pos + 1]
-            if ch == "}":
-                return out, pos + 1
-            if ch != ",":
-                raise ValueError(f"expected ',' or '}}' at {pos}")
-            pos += 1
-
-    def arr(self, pos: int) -> tuple[list[Any], int]:
-        out: list[Any] = []
-        pos = self.ws(pos)
-        if self.text[pos:pos + 1] == "]":
-            return out, pos + 1
-        while True:
-            val, pos = self.value(pos)
-            out.append(val)
-            pos = self.ws(pos)
-            ch = self.text[pos:pos + 1]
-            if ch == "]":
-                return out, pos + 1
-            if ch != ",":
-                raise ValueError(f"expected ',' or ']' at {pos}")
-            pos += 1
-
-
-def loads_lenient(data: bytes | str) -> Any:
-    """Parse JSON that may use objects as map keys (they become sorted item tuples)."""
-    text = data.decode("utf-8") if isinstance(data, bytes | bytearray) else data
-    value, pos = _Lenient(text).value(0)
-    return value
-
-
-def mq_key(key: Any) -> MQKey | None:
-    """A MessageQueue map key (sorted item tuple or dict) as ``(topic, brokerName, queueId)``."""
-    fields = dict(key) if isinstance(key, tuple | dict) else None
-    if not fields or "topic" not in fields:
-        return None
-    return str(fields["topic"]), str(fields.get("brokerName", "")), int(fields.get("queueId", 0))
-
-
-def decode_mq_map(raw: Any) -> dict[MQKey, Any]:
-    """A parsed ``Map<MessageQueue, V>`` (from :func:`loads_lenient`) keyed by MQKey."""
-    out: dict[MQKey, Any] = {}
-    for key, value in (raw or {}).items():
-        mq = mq_key(key)
-        if mq is not None:
-            out[mq] = value
-    return out
-
-
-def decode_offset_table(body: bytes) -> dict[MQKey, int]:
-    """``ResetOffsetBody`` (or the C form) → ``{(topic, broker, qid): offset}``."""
-    doc = loads_lenient(body)
-    table = doc.get("offsetTable") if isinstance(doc, dict) else None
-    if isinstance(table, list):
-        return {(str(i["topic"]), str(i["brokerName"]), int(i["queueId"])): int(i["offset"])
-                for i in table}
-    return {mq: int(v) for mq, v in decode_mq_map(table).items()}
 
 
 # --- the processor ------------------------------------------------------------------------------

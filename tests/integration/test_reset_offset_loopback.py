@@ -6,7 +6,8 @@ import pytest_twisted
 from issue7_support import create_topic, send_bodies, sleep, wait_for
 from twisted.internet import reactor
 
-from rocketmq_emu.broker.processors.reset_offset import decode_offset_table, loads_lenient, mq_key
+from rocketmq_emu.broker.jsonutil import loads_lenient
+from rocketmq_emu.broker.remoting.bodies import decode_offset_table, mq_key
 from rocketmq_emu.broker.remoting.client import RemotingClient
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand

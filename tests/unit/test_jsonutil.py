@@ -6,7 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketmq_emu.broker import jsonutil
-from rocketmq_emu.broker.processors.reset_offset import decode_mq_map, encode_mq_map, loads_lenient
+from rocketmq_emu.broker.jsonutil import loads_lenient
+from rocketmq_emu.broker.remoting.bodies import decode_mq_map, encode_mq_map
 
 mq_keys = st.tuples(st.text(min_size=1, max_size=8), st.text(min_size=1, max_size=8),
                     st.integers(0, 255))

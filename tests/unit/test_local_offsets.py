@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from rocketmq_emu.broker.processors.reset_offset import decode_mq_map, loads_lenient
+from rocketmq_emu.broker.jsonutil import loads_lenient
+from rocketmq_emu.broker.remoting.bodies import decode_mq_map
 from rocketmq_emu.client.local_offsets import LocalFileOffsetStore
 from rocketmq_emu.client.message import MessageQueue
 

@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 from test_transaction import T0, Broker, FakeConn
 from twisted.internet.task import Clock
 
+from rocketmq_emu.broker.jsonutil import loads_lenient
 from rocketmq_emu.broker.message import properties_to_string
-from rocketmq_emu.broker.processors.reset_offset import (
-    ResetOffsetProcessor,
+from rocketmq_emu.broker.processors.reset_offset import ResetOffsetProcessor
+from rocketmq_emu.broker.remoting.bodies import (
     decode_offset_table,
     encode_offset_table,
     encode_offset_table_for_c,
-    loads_lenient,
 )
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
