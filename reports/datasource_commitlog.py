@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from rocketmq_emu.broker.commitlog.record import _V4, BLANK_MAGIC_CODE, RecordError, peek
+from rocketmq_emu.broker.commitlog.record import BLANK_MAGIC_CODE, V4, RecordError, peek
 from rocketmq_emu.broker.commitlog.record_scan import (
     find_record_start,
     is_record_start,
@@ -197,8 +197,8 @@ def _find_start(fd: int, size: int, start: int, stop: int, base: int) -> int | N
     short one first, then the rest only if that holds no record start (the first start in
     a prefix is the first start of the range, so the answer is the same)."""
     for limit in (min(stop, start + _FIRST_WINDOW), stop):
-        # A candidate before ``limit`` needs its fixed fields (record.py ``_V4``) readable.
-        end = min(limit + _V4.size + 8, size)
+        # A candidate before ``limit`` needs its fixed fields (record.py ``V4``) readable.
+        end = min(limit + V4.size + 8, size)
         window = os.pread(fd, end - start, start)
         # A magic is not zeros, so the search stops where the window's zero tail begins:
         # bytes.find crawls zeros at ~1 GB/s, comparing chunks with zeros is ~40x faster.

@@ -107,17 +107,21 @@ __getattr__ = lazy_specs(__name__, _specs)
 
 
 # --- the fast path ------------------------------------------------------------------------------
-# Fixed prefix up to and including SYSFLAG, then BORNTIMESTAMP; hosts vary in width.
-_HEAD = struct.Struct(">iiiiiqqiq")  # totalSize .. bornTimestamp: 48 bytes
-_I32 = struct.Struct(">i")
-_I16 = struct.Struct(">h")
-_I64 = struct.Struct(">q")
+# Public: record_scan.py and reports/ read records with the same structs.
+#: The fixed prefix totalSize .. bornTimestamp (48 bytes); the hosts after it vary in width.
+HEAD = struct.Struct(">iiiiiqqiq")
+#: Big-endian int, short and long, as Java writes them.
+I32 = struct.Struct(">i")
+I16 = struct.Struct(">h")
+I64 = struct.Struct(">q")
 _MID = struct.Struct(">q")  # storeTimestamp
 _TAIL = struct.Struct(">iqi")  # reconsumeTimes, preparedTransactionOffset, bodyLength
-# The common IPv4 shape as one struct: head + bornHost + storeTimestamp + storeHost + tail.
-_V4 = struct.Struct(">iiiiiqqiq8sq8siqi")  # 88 bytes
+#: The common IPv4 shape as one struct (88 bytes): head + bornHost + storeTimestamp + storeHost
+#: + reconsumeTimes, preparedTransactionOffset, bodyLength.
+V4 = struct.Struct(">iiiiiqqiq8sq8siqi")
 _BLANK = struct.Struct(">ii")
-_PEEK = struct.Struct(">ii")  # totalSize, magicCode
+#: totalSize and magicCode, the first 8 bytes of a record or of the end-of-file blank.
+PEEK = struct.Struct(">ii")
 
 
 @dataclass(slots=True)
@@ -192,7 +196,8 @@ class MessageRecord:
         )
 
 
-def _host_len(sys_flag: int, bit: int) -> int:
+def host_len(sys_flag: int, bit: int) -> int:
+    """Bytes of a host field: 20 (IPv6 address + port) when ``bit`` of ``sys_flag`` is set, else 8."""
     return 20 if sys_flag & bit else 8
 
 
@@ -201,9 +206,9 @@ def record_size(body_len: int, topic_len: int, props_len: int, sys_flag: int = 0
     topic_field = 1 if topic_len <= MAX_V1_TOPIC_LENGTH else 2
     return (
         4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8
-        + _host_len(sys_flag, BORNHOST_V6_FLAG)
+        + host_len(sys_flag, BORNHOST_V6_FLAG)
         + 8
-        + _host_len(sys_flag, STOREHOSTADDRESS_V6_FLAG)
+        + host_len(sys_flag, STOREHOSTADDRESS_V6_FLAG)
         + 4 + 8 + 4 + body_len + topic_field + topic_len + 2 + props_len
     )
 
@@ -258,19 +263,19 @@ def encode_into(
     magic = MESSAGE_MAGIC_CODE if len(topic) <= MAX_V1_TOPIC_LENGTH else MESSAGE_MAGIC_CODE_V2
     size = parts.size
     if len(parts.born_host) == 8 and len(parts.store_host) == 8:
-        _V4.pack_into(
+        V4.pack_into(
             buf, pos, size, magic, record.body_crc, record.queue_id, record.flag,
             record.queue_offset, record.physical_offset, parts.sys_flag, record.born_timestamp,
             parts.born_host, record.store_timestamp, parts.store_host, record.reconsume_times,
             record.prepared_transaction_offset, len(body),
         )
-        p = pos + _V4.size
+        p = pos + V4.size
     else:
-        _HEAD.pack_into(
+        HEAD.pack_into(
             buf, pos, size, magic, record.body_crc, record.queue_id, record.flag,
             record.queue_offset, record.physical_offset, parts.sys_flag, record.born_timestamp,
         )
-        p = pos + _HEAD.size
+        p = pos + HEAD.size
         buf[p : p + len(parts.born_host)] = parts.born_host
         p += len(parts.born_host)
         _MID.pack_into(buf, p, record.store_timestamp)
@@ -285,11 +290,11 @@ def encode_into(
         buf[p] = len(topic)
         p += 1
     else:
-        _I16.pack_into(buf, p, len(topic))
+        I16.pack_into(buf, p, len(topic))
         p += 2
     buf[p : p + len(topic)] = topic
     p += len(topic)
-    _I16.pack_into(buf, p, len(props))
+    I16.pack_into(buf, p, len(props))
     p += 2
     buf[p : p + len(props)] = props
     p += len(props)
@@ -318,7 +323,7 @@ def peek(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """(totalSize, magicCode) at ``pos``; (0, 0) when fewer than 8 bytes remain."""
     if pos + 8 > len(buf):
         return 0, 0
-    return _PEEK.unpack_from(buf, pos)
+    return PEEK.unpack_from(buf, pos)
 
 
 def decode_record(
@@ -335,19 +340,19 @@ def decode_record(
     :func:`peek` for BLANK_MAGIC_CODE first.
     """
     end = len(buf)
-    if pos + _HEAD.size > end:
-        raise RecordError(f"header needs {_HEAD.size} bytes, {end - pos} left", pos)
+    if pos + HEAD.size > end:
+        raise RecordError(f"header needs {HEAD.size} bytes, {end - pos} left", pos)
     (
         total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts,
-    ) = _HEAD.unpack_from(buf, pos)
+    ) = HEAD.unpack_from(buf, pos)
     if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
         raise RecordError(f"MAGICCODE {magic & 0xFFFFFFFF:#010x} is not a message magic", pos)
-    if total < _V4.size or pos + total > end:
+    if total < V4.size or pos + total > end:
         raise RecordError(f"TOTALSIZE {total} exceeds the {end - pos} bytes left", pos)
     limit = pos + total
-    p = pos + _HEAD.size
-    bh = _host_len(sys_flag, BORNHOST_V6_FLAG)
-    sh = _host_len(sys_flag, STOREHOSTADDRESS_V6_FLAG)
+    p = pos + HEAD.size
+    bh = host_len(sys_flag, BORNHOST_V6_FLAG)
+    sh = host_len(sys_flag, STOREHOSTADDRESS_V6_FLAG)
     if p + bh + 8 + sh + _TAIL.size > limit:
         raise RecordError("fixed fields run past TOTALSIZE", pos)
     born_host = unpack_host(bytes(buf[p : p + bh]))
@@ -372,7 +377,7 @@ def decode_record(
     else:
         if p + 2 > limit:
             raise RecordError(f"TOPICLENGTH needs 2 bytes, {limit - p} left", pos)
-        (topic_len,) = _I16.unpack_from(buf, p)
+        (topic_len,) = I16.unpack_from(buf, p)
         p += 2
     if topic_len < 0 or p + topic_len > limit:
         raise RecordError(f"TOPICLENGTH {topic_len} exceeds the {limit - p} bytes left", pos)
@@ -380,7 +385,7 @@ def decode_record(
     p += topic_len
     if p + 2 > limit:
         raise RecordError(f"PROPERTIESLENGTH needs 2 bytes, {limit - p} left", pos)
-    (props_len,) = _I16.unpack_from(buf, p)
+    (props_len,) = I16.unpack_from(buf, p)
     p += 2
     if props_len < 0 or p + props_len > limit:
         raise RecordError(f"PROPERTIESLENGTH {props_len} exceeds the {limit - p} bytes left", pos)
@@ -417,7 +422,7 @@ def iter_records(
     zeroes (the unwritten tail). A corrupt record raises :class:`RecordError`."""
     end = len(buf)
     while pos + 8 <= end:
-        size, magic = _PEEK.unpack_from(buf, pos)
+        size, magic = PEEK.unpack_from(buf, pos)
         if magic == BLANK_MAGIC_CODE or (size == 0 and magic == 0):
             return
         rec = decode_record(buf, pos, **kwargs)

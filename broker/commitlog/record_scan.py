@@ -15,20 +15,20 @@ from importlib.util import find_spec
 from itertools import repeat
 
 from rocketmq_emu.broker.commitlog.record import (
-    _HEAD,
-    _I16,
-    _I32,
-    _I64,
-    _PEEK,
-    _V4,
     BLANK_MAGIC_CODE,
+    HEAD,
+    I16,
+    I32,
+    I64,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
+    PEEK,
+    V4,
     MessageRecord,
     RecordError,
-    _host_len,
     body_crc,
     decode_record,
+    host_len,
 )
 from rocketmq_emu.broker.message import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 
@@ -41,7 +41,7 @@ SCAN_FIELDS = (
     "reconsumeTimes", "preparedTransactionOffset", "bodyLength", "body", "topicLength", "topic",
     "propertiesLength", "properties",
 )
-# Index of each fixed field in a _V4 tuple (IPv4 hosts); the hosts are raw 8-byte blocks there.
+# Index of each fixed field in a V4 tuple (IPv4 hosts); the hosts are raw 8-byte blocks there.
 _V4_INDEX = {
     "totalSize": 0, "magicCode": 1, "bodyCRC": 2, "queueId": 3, "flag": 4, "queueOffset": 5,
     "physicalOffset": 6, "sysFlag": 7, "bornTimestamp": 8, "bornHost": 9, "storeTimestamp": 10,
@@ -51,8 +51,8 @@ _V4_INDEX = {
 # totalSize, magicCode, sysFlag, bodyLength: the IPv4 offsets 0, 4, 36 and 84.
 _LEAN = struct.Struct(">ii28xi44xi")
 _MAGICS = (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2)
-_V1_MAGIC_BYTES = _I32.pack(MESSAGE_MAGIC_CODE)
-_V2_MAGIC_BYTES = _I32.pack(MESSAGE_MAGIC_CODE_V2)
+_V1_MAGIC_BYTES = I32.pack(MESSAGE_MAGIC_CODE)
+_V2_MAGIC_BYTES = I32.pack(MESSAGE_MAGIC_CODE_V2)
 _PHYS_AT = 28  # PHYSICALOFFSET's byte offset in a record
 
 
@@ -77,12 +77,12 @@ class ColumnScan:
 def is_record_start(buf, pos: int, base_offset: int) -> bool:
     """True when ``pos`` holds a message magic, a plausible TOTALSIZE and a PHYSICALOFFSET of
     ``base_offset + pos``: the test :func:`find_record_start` applies."""
-    if pos < 0 or pos + _V4.size > len(buf):
+    if pos < 0 or pos + V4.size > len(buf):
         return False
-    total, magic = _PEEK.unpack_from(buf, pos)
-    if magic not in _MAGICS or total < _V4.size:
+    total, magic = PEEK.unpack_from(buf, pos)
+    if magic not in _MAGICS or total < V4.size:
         return False
-    return _I64.unpack_from(buf, pos + _PHYS_AT)[0] == base_offset + pos
+    return I64.unpack_from(buf, pos + _PHYS_AT)[0] == base_offset + pos
 
 
 def find_record_start(
@@ -147,7 +147,7 @@ def scan_columns(
     columns: dict[str, list] = {name: [] for name in fields}
     fixed = [(_V4_INDEX[name], columns[name].append) for name in fields if name in _V4_INDEX]
     # Without fixed fields a narrower struct reads only what locating the tail needs.
-    head, si, bi = (_V4, 7, 14) if fixed else (_LEAN, 2, 3)
+    head, si, bi = (V4, 7, 14) if fixed else (_LEAN, 2, 3)
     want_body = "body" in columns
     want_topic_len = "topicLength" in columns
     want_topic = "topic" in columns
@@ -157,11 +157,11 @@ def scan_columns(
     positions: list[int] = []
     add_pos = positions.append
     unpack_head = head.unpack_from
-    unpack_peek = _PEEK.unpack_from
-    unpack_i16 = _I16.unpack_from
+    unpack_peek = PEEK.unpack_from
+    unpack_i16 = I16.unpack_from
     topic_cache: dict[bytes, str] = {}
     v6_bits = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
-    v4_size = _V4.size
+    v4_size = V4.size
     end = "stop"
     error = None
     n = 0
@@ -207,7 +207,7 @@ def scan_columns(
                             vals = None
                         elif check_crc:
                             body_at = pos + v4_size
-                            stored_crc = _I32.unpack_from(buf, pos + 8)[0]
+                            stored_crc = I32.unpack_from(buf, pos + 8)[0]
                             if body_crc(bytes(buf[body_at : body_at + body_len])) != stored_crc:
                                 vals = None  # decode_record(check_crc=True) names the error
         if vals is None:
@@ -252,8 +252,8 @@ def scan_columns(
 
 def _append_record(columns: dict[str, list], rec: MessageRecord, buf, pos: int) -> None:
     """Append a decoded record's values to ``columns`` (the slow path of scan_columns)."""
-    bh = _host_len(rec.sys_flag, BORNHOST_V6_FLAG)
-    sh = _host_len(rec.sys_flag, STOREHOSTADDRESS_V6_FLAG)
+    bh = host_len(rec.sys_flag, BORNHOST_V6_FLAG)
+    sh = host_len(rec.sys_flag, STOREHOSTADDRESS_V6_FLAG)
     topic_raw = rec.topic.encode("utf-8")
     props = rec.properties_str or ""
     values = {
@@ -261,9 +261,9 @@ def _append_record(columns: dict[str, list], rec: MessageRecord, buf, pos: int) 
         "queueId": rec.queue_id, "flag": rec.flag, "queueOffset": rec.queue_offset,
         "physicalOffset": rec.physical_offset, "sysFlag": rec.sys_flag,
         "bornTimestamp": rec.born_timestamp,
-        "bornHost": bytes(buf[pos + _HEAD.size : pos + _HEAD.size + bh]),
+        "bornHost": bytes(buf[pos + HEAD.size : pos + HEAD.size + bh]),
         "storeTimestamp": rec.store_timestamp,
-        "storeHostAddress": bytes(buf[pos + _HEAD.size + bh + 8 : pos + _HEAD.size + bh + 8 + sh]),
+        "storeHostAddress": bytes(buf[pos + HEAD.size + bh + 8 : pos + HEAD.size + bh + 8 + sh]),
         "reconsumeTimes": rec.reconsume_times,
         "preparedTransactionOffset": rec.prepared_transaction_offset,
         "bodyLength": len(rec.body), "body": rec.body, "topicLength": len(topic_raw),
@@ -276,7 +276,7 @@ def _append_record(columns: dict[str, list], rec: MessageRecord, buf, pos: int) 
 # --- vectorized variant of scan_columns ---------------------------------------------------------
 # Fields that need a Python object per row anyway (bytes / str of variable content).
 _PER_ROW_FIELDS = frozenset(("body", "properties"))
-# (byte offset, width) of the fixed fields of an IPv4 record (the _V4 layout).
+# (byte offset, width) of the fixed fields of an IPv4 record (the V4 layout).
 _V4_AT = {
     "totalSize": (0, 4), "magicCode": (4, 4), "bodyCRC": (8, 4), "queueId": (12, 4),
     "flag": (16, 4), "queueOffset": (20, 8), "physicalOffset": (28, 8), "sysFlag": (36, 4),
@@ -301,10 +301,10 @@ def _scan_vectorized(buf, pos: int, stop: int, fields, max_records: int) -> Colu
     import numpy as np
 
     blen = len(buf)
-    unpack_peek = _PEEK.unpack_from
+    unpack_peek = PEEK.unpack_from
     positions: list[int] = []
     add = positions.append
-    v4_size = _V4.size
+    v4_size = V4.size
     end = "stop"
     exhausted = False
     for _ in repeat(None, max_records):

@@ -195,7 +195,7 @@ class RequestDispatcher:
             try:
                 result = interceptors[i](cmd, conn)
             except Exception as exc:
-                return self._failed(cmd, conn, exc)
+                return self.handler_failed(cmd, conn, exc)
             if result is None:
                 continue
             if result is DROP:
@@ -224,7 +224,7 @@ class RequestDispatcher:
         try:
             result = handler(cmd, conn)
         except Exception as exc:
-            return self._failed(cmd, conn, exc)
+            return self.handler_failed(cmd, conn, exc)
         if isinstance(result, defer.Deferred):
             return result.addErrback(self._failure, cmd, conn)
         return result
@@ -239,7 +239,10 @@ class RequestDispatcher:
         )
         return error_response(cmd, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
-    def _failed(self, cmd: RemotingCommand, conn: Any, exc: Exception) -> RemotingCommand:
+    def handler_failed(self, cmd: RemotingCommand, conn: Any, exc: Exception) -> RemotingCommand:
+        """The answer to ``cmd`` when its handler raised ``exc``: SYSTEM_ERROR naming the
+        exception, with the traceback logged. Also used by the protocol's fused handlers, so both
+        paths answer a failure alike."""
         log.exception(
             "handler for code %d from %s failed", cmd.code, getattr(conn, "peer_addr", "?")
         )

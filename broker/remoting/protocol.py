@@ -274,7 +274,7 @@ class RemotingProtocol(Protocol):
         client_id = cmd.ext_fields.get("clientID")
         if client_id:
             self.client_id = client_id
-        self._reply(self.dispatcher._failed(cmd, self, exc), cmd)
+        self._reply(self.dispatcher.handler_failed(cmd, self, exc), cmd)
         return b""
 
     def _native_failed(self, exc: Exception, header: bytes, body: bytes) -> bytes:
