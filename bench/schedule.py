@@ -87,7 +87,6 @@ def open_store(root: str, args) -> tuple[MessageStore, ScheduleServices]:
     store.start()
     services = ScheduleServices(store, reactor, ScheduleConfig(
         store_path_root_dir=root, timer=TimerConfig(tick_ms=args.tick_ms)))
-    store.schedule_tags_code = lambda record, _levels: services.schedule_tags_code(record)
     services.load()
     services.start()
     return store, services

@@ -23,8 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocketmq_emu.broker.delay_levels import (
+    DEFAULT_MESSAGE_DELAY_LEVEL,
+    DelayLevelError,
+    parse_delay_levels,
+)
 from rocketmq_emu.broker.properties import PropertiesError, parse_properties
-from rocketmq_emu.broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
 from rocketmq_emu.broker.schedule.timer_message import DEFAULT_TIMER_MAX_DELAY_SEC
 
 log = logging.getLogger(__name__)
@@ -281,8 +285,6 @@ def _validate(cfg: BrokerConfig, where: Any) -> None:
         # part that is not an hour of the day would never let retention run at its hour.
         raise ConfigError(f"{where('delete_when', 'deleteWhen')}: {cfg.delete_when!r} must "
                           "be hours of the day (0-23), ';'-separated, e.g. 04 or 04;16")
-    from rocketmq_emu.broker.schedule.delay_levels import DelayLevelError, parse_delay_levels
-
     try:
         parse_delay_levels(cfg.message_delay_level)
     except DelayLevelError as e:

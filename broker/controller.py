@@ -206,9 +206,6 @@ class BrokerController:
             message_delay_level=cfg.message_delay_level,
             timer=timer,
         ))
-        # The store computes SCHEDULE_TOPIC_XXXX tagsCodes with the same level table.
-        self.store.schedule_tags_code = lambda record, _levels: services.schedule_tags_code(
-            record)
         if getattr(cfg, "timer_wheel_enable", True):
             self.ctx.timer_service = services.timer
         return services

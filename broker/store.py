@@ -54,9 +54,8 @@ from rocketmq_emu.broker.commitlog.store_reader import StoreReader
 from rocketmq_emu.broker.commitlog.warm import CommitLogWarmer
 from rocketmq_emu.broker.config_files import open_config_managers
 from rocketmq_emu.broker.consumequeue.store import ConsumeQueueStore
+from rocketmq_emu.broker.delay_levels import DelayLevels
 from rocketmq_emu.broker.index.service import IndexService
-from rocketmq_emu.broker.schedule.delay_level_service import schedule_tags_code
-from rocketmq_emu.broker.schedule.delay_levels import DelayLevels
 from rocketmq_emu.broker.store_config import MessageStoreConfig
 
 log = logging.getLogger(__name__)
@@ -133,9 +132,9 @@ class MessageStore(StoreReader, StoreDispatch, StoreRetention):
             self.commitlog.queue, config, clock, reactor, after_flush=self._after_commitlog_flush,
             syncer=self.disk_sync,
         )
+        #: The ``messageDelayLevel`` table: a SCHEDULE_TOPIC_XXXX record's tagsCode is its
+        #: deliver time (StoreDispatch.tags_code_of).
         self.delay_levels = DelayLevels.parse(config.message_delay_level)
-        #: Replaceable: tagsCode of a SCHEDULE_TOPIC_XXXX record (the deliver time).
-        self.schedule_tags_code = schedule_tags_code
         managers = open_config_managers(config.store_path_root_dir, clock)
         self.topic_config = managers["topic_config"]
         self.consumer_offsets = managers["consumer_offsets"]

@@ -18,6 +18,7 @@ from itertools import repeat
 from operator import attrgetter
 
 from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.delay_levels import deliver_time_ms
 from rocketmq_emu.broker.index import index_file
 from rocketmq_emu.broker.message import (
     PROPERTY_KEYS,
@@ -56,7 +57,7 @@ def _index_items(pending: list):
 
 class StoreDispatch:
     """Expects ``commitlog``, ``consume_queues``, ``index``, ``reactor``, ``running``,
-    ``delay_levels``, ``schedule_tags_code``, ``_listeners``, ``_cq_cache``, ``_tag_codes``,
+    ``delay_levels``, ``_listeners``, ``_cq_cache``, ``_tag_codes``,
     ``_index_pending``, ``_index_call``, ``index_drain_limit``, ``index_error`` and
     ``_writes_changed``."""
 
@@ -64,7 +65,7 @@ class StoreDispatch:
         """The consume-queue tagsCode: the TAGS hash, or the deliver time for the schedule
         topic (``CommitLog.checkMessageAndReturnSize``)."""
         if record.topic == RMQ_SYS_SCHEDULE_TOPIC:
-            return self.schedule_tags_code(record, self.delay_levels)
+            return deliver_time_ms(record, self.delay_levels)
         return self.commitlog.encoder.tags_code(record.properties.get("TAGS"))
 
     def _dispatch(self, record: MessageRecord) -> None:
@@ -73,7 +74,7 @@ class StoreDispatch:
         if tx != _PREPARED and tx != _ROLLBACK:
             topic = record.topic
             if topic == RMQ_SYS_SCHEDULE_TOPIC:
-                tags = self.schedule_tags_code(record, self.delay_levels)
+                tags = deliver_time_ms(record, self.delay_levels)
             else:
                 tag = record.properties.get("TAGS")
                 tags = (self._tag_codes.get(tag) or self.commitlog.encoder.tags_code(tag)

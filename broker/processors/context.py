@@ -16,9 +16,9 @@ from rocketmq_emu.broker.client_manager import (
     ProducerManager,
     RebalanceLockManager,
 )
+from rocketmq_emu.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
 from rocketmq_emu.broker.remoting.codes import RequestCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
-from rocketmq_emu.broker.schedule.delay_levels import DelayLevels
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +83,7 @@ class BrokerContext:
             delay_offsets if delay_offsets is not None else getattr(store, "delay_offsets", None)
         )
         self.delay_levels = DelayLevels.parse(
-            getattr(config, "message_delay_level", None)
-            or "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+            getattr(config, "message_delay_level", None) or DEFAULT_MESSAGE_DELAY_LEVEL
         )
         self.consumer_manager = ConsumerManager(clock, self._on_consumer_change)
         self.producer_manager = ProducerManager(clock)

@@ -17,9 +17,9 @@ Send path (processor, before ``store.put_message``)::
     except TimerMessageError as exc:                   # DELAY -> SCHEDULE_TOPIC_XXXX
         return response(MESSAGE_ILLEGAL, remark=str(exc))
 
-Store dispatch (consume-queue tagsCode of a ``SCHEDULE_TOPIC_XXXX`` record = deliver time)::
-
-    tags = services.schedule_tags_code(record)   # or delay_level_service.schedule_tags_code
+The consume-queue tagsCode of a ``SCHEDULE_TOPIC_XXXX`` record (its deliver time) is computed
+by the store itself with :func:`rocketmq_emu.broker.delay_levels.deliver_time_ms`, from the same
+``messageDelayLevel`` table (formats layer, below both).
 
 CONSUMER_SEND_MSG_BACK::
 
@@ -29,7 +29,7 @@ CONSUMER_SEND_MSG_BACK::
     record = services.transform_for_put(back.record)   # routes DELAY via the schedule topic
     store.put_message(record)
 
-Modules: delay_levels (table), delay_level_service (4.x levels), retry (send-back routing),
+Modules: delay_level_service (4.x levels), retry (send-back routing),
 timer_message (R5 timer transform/convert), timer_service + timer_loader (replayer, loader,
 dispatcher), schedule_log / dispatch_log / checkpoint (our crc32c-protected formats),
 hash_wheel (timing wheel), offsets (delayOffset.json).
@@ -42,13 +42,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
 from rocketmq_emu.broker.message import RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
 from rocketmq_emu.broker.schedule.delay_level_service import (
     DelayLevelService,
-    schedule_tags_code,
     transform_delay_message,
 )
-from rocketmq_emu.broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
 from rocketmq_emu.broker.schedule.hash_wheel import now_ms
 from rocketmq_emu.broker.schedule.offsets import delay_offset_table
 from rocketmq_emu.broker.schedule.retry import SendBack, build_send_back_record
@@ -61,7 +60,6 @@ __all__ = [
     "SendBack",
     "TimerConfig",
     "TimerMessageError",
-    "schedule_tags_code",
     "transform_delay_message",
     "transform_timer_message",
 ]
@@ -130,10 +128,6 @@ class ScheduleServices:
         record = transform_timer_message(record, now_ms(self.clock),
                                          self.config.timer.max_delay_sec)
         return transform_delay_message(record, self.levels)
-
-    def schedule_tags_code(self, record: MessageRecord) -> int:
-        """tagsCode for a SCHEDULE_TOPIC_XXXX record (deliver time)."""
-        return schedule_tags_code(record, self.levels)
 
     def send_back(self, original: MessageRecord, group: str, delay_level: int = 0,
                   max_reconsume_times: int | None = None, request_version: int = 0,

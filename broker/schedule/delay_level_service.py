@@ -5,7 +5,7 @@ a message with ``DELAY = n > 0`` (transaction type NOT or COMMIT) gets ``REAL_TO
 ``REAL_QID``, its properties string recomputed while it still contains ``DELAY``, and is
 stored on ``SCHEDULE_TOPIC_XXXX`` queue ``n - 1`` (n clamped to the maximum level). The consume
 queue's tagsCode of such a record is its deliver time, ``storeTimestamp + delay(n)``: the
-store computes it with :func:`schedule_tags_code`.
+store computes it with :func:`rocketmq_emu.broker.delay_levels.deliver_time_ms`.
 
 Delivery (:class:`DelayLevelService`): one timer per level reads the level's queue from the
 offset persisted in ``config/delayOffset.json``; a due message is restored to its real
@@ -25,6 +25,7 @@ from typing import Any
 from twisted.internet.task import LoopingCall
 
 from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.delay_levels import DelayLevels, delay_level_of
 from rocketmq_emu.broker.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_REAL_QUEUE_ID,
@@ -39,7 +40,6 @@ from rocketmq_emu.broker.message import (
     properties_to_string,
     transaction_type,
 )
-from rocketmq_emu.broker.schedule.delay_levels import DelayLevels
 from rocketmq_emu.broker.schedule.hash_wheel import now_ms
 from rocketmq_emu.broker.schedule.offsets import DelayOffsetTable
 
@@ -47,15 +47,6 @@ log = logging.getLogger(__name__)
 
 DELAY_FOR_A_WHILE_MS = 100  # ScheduleMessageService.DELAY_FOR_A_WHILE: retry after a failed put
 BATCH = 256  # consume-queue units read per pass; a bigger backlog yields to the reactor
-
-
-def delay_level_of(record: MessageRecord) -> int:
-    """The DELAY property as an int (0 when absent or unparsable, as Java's getDelayTimeLevel)."""
-    raw = record.properties.get(PROPERTY_DELAY_TIME_LEVEL)
-    try:
-        return int(raw) if raw else 0
-    except ValueError:
-        return 0
 
 
 def transform_delay_message(record: MessageRecord, levels: DelayLevels) -> MessageRecord:
@@ -83,18 +74,6 @@ def transform_delay_message(record: MessageRecord, levels: DelayLevels) -> Messa
     record.topic = RMQ_SYS_SCHEDULE_TOPIC
     record.queue_id = DelayLevels.queue_id(level)
     return record
-
-
-def schedule_tags_code(record: MessageRecord, levels: DelayLevels) -> int:
-    """Consume-queue tagsCode of a SCHEDULE_TOPIC_XXXX record: its deliver time in ms.
-
-    ``storeTimestamp + delay(level)``, level from DELAY (clamped), falling back to
-    ``queueId + 1`` (``CommitLog.checkMessageAndReturnSize`` computes it this way at dispatch).
-    """
-    level = delay_level_of(record)
-    if level <= 0:
-        level = DelayLevels.level(record.queue_id)
-    return record.store_timestamp + levels.delay_ms(level)
 
 
 def message_timeup(record: MessageRecord) -> MessageRecord:

@@ -15,9 +15,8 @@ from rocketmq_emu.broker.commitlog.record import (
     decode_record,
     encode_record,
 )
+from rocketmq_emu.broker.delay_levels import DelayLevels, deliver_time_ms
 from rocketmq_emu.broker.message import RMQ_SYS_SCHEDULE_TOPIC, tags_code
-from rocketmq_emu.broker.schedule.delay_level_service import schedule_tags_code
-from rocketmq_emu.broker.schedule.delay_levels import DelayLevels
 
 
 @dataclass
@@ -73,7 +72,7 @@ class FakeStore:
         self.log[self.next_offset] = data
         self.next_offset += len(data)
         if record.topic == RMQ_SYS_SCHEDULE_TOPIC:
-            code = schedule_tags_code(record, self.levels)
+            code = deliver_time_ms(record, self.levels)
         else:
             code = tags_code(record.tags)
         queue.append((record.physical_offset, len(data), code))

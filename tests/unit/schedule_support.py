@@ -115,8 +115,6 @@ def boot(tmp_path, kind: str = "fake", at_ms: int = 1_700_000_000_000, store=Non
     sched_root = root if kind == "fake" else store.config.store_path_root_dir
     cfg = ScheduleConfig(store_path_root_dir=sched_root, timer=TimerConfig(**timer))
     services = ScheduleServices(store, clock, cfg)
-    if kind == "real":
-        store.schedule_tags_code = lambda record, _levels: services.schedule_tags_code(record)
     services.load()
     services.start()
     return Harness(kind, root, clock, store, services, timer)

@@ -7,8 +7,8 @@ import pytest
 from schedule_support import STORE_KINDS, boot, clean_restart, crash_and_reboot
 
 from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.delay_levels import DelayLevels
 from rocketmq_emu.broker.message import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC
-from rocketmq_emu.broker.schedule.delay_levels import DelayLevels
 
 T0 = 1_700_000_000_000
 

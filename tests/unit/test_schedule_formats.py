@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketmq_emu.broker.schedule.checkpoint import CHECKPOINT, TimerCheckpoint
-from rocketmq_emu.broker.schedule.delay_levels import (
+from rocketmq_emu.broker.delay_levels import (
     DEFAULT_MESSAGE_DELAY_LEVEL,
     DelayLevelError,
     DelayLevels,
     parse_delay_levels,
 )
+from rocketmq_emu.broker.schedule.checkpoint import CHECKPOINT, TimerCheckpoint
 from rocketmq_emu.broker.schedule.dispatch_log import (
     DISPATCH_ENTRY,
     DispatchLog,

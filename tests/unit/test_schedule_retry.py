@@ -6,8 +6,8 @@ import pytest
 from schedule_support import STORE_KINDS, boot
 
 from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.delay_levels import DelayLevels
 from rocketmq_emu.broker.message import create_offset_msg_id
-from rocketmq_emu.broker.schedule.delay_levels import DelayLevels
 from rocketmq_emu.broker.schedule.retry import build_send_back_record
 
 T0 = 1_700_000_000_000

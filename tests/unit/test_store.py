@@ -191,6 +191,15 @@ def test_schedule_topic_tags_code_is_deliver_time(store):
     assert units[0][2] == r.append.store_timestamp + 10_000
 
 
+def test_schedule_tags_code_follows_the_store_delay_table(tmp_path):
+    """Without DELAY, the level is queueId + 1, timed by the store's own messageDelayLevel."""
+    s = make_store(tmp_path, message_delay_level="2s 4s")
+    r = s.put_message(msg(0, topic=RMQ_SYS_SCHEDULE_TOPIC, qid=1))
+    units = s.get_consume_queue_units(RMQ_SYS_SCHEDULE_TOPIC, 1, 0, 1)
+    s.shutdown()
+    assert units[0][2] == r.append.store_timestamp + 4_000
+
+
 def test_arrival_listener_sees_each_dispatch(store):
     """Arrival listeners get topic, queue, queue offset, tagsCode and the record."""
     seen = []
