@@ -35,7 +35,13 @@ from twisted.internet import reactor  # noqa: E402
 
 from rocketmq_emu.broker.commitlog.record import MessageRecord  # noqa: E402
 from rocketmq_emu.broker.message import TIMER_TOPIC  # noqa: E402
-from rocketmq_emu.broker.schedule import ScheduleConfig, ScheduleServices, TimerConfig  # noqa: E402
+from rocketmq_emu.broker.schedule import (  # noqa: E402
+    ScheduleConfig,
+    ScheduleServices,
+    TimerConfig,
+    transform_for_put,
+)
+from rocketmq_emu.broker.schedule.hash_wheel import now_ms  # noqa: E402
 from rocketmq_emu.broker.store import MessageStore  # noqa: E402
 from rocketmq_emu.broker.store_config import MessageStoreConfig  # noqa: E402
 
@@ -104,7 +110,9 @@ def sender(store, services, dues: list[int], body: bytes, on_done) -> None:
             rec = MessageRecord(topic="BenchTopic", body=body, queue_id=k % 4,
                                 properties={"UNIQ_KEY": f"K{k}",
                                             "TIMER_DELIVER_MS": str(dues[k])})
-            result = store.put_message(services.transform_for_put(rec))
+            result = store.put_message(transform_for_put(
+                rec, now_ms(reactor), services.levels,
+                timer_max_delay_sec=services.config.timer.max_delay_sec))
             if result.status.name != "PUT_OK":
                 raise SystemExit(f"send {k} failed: {result.status}")
         state["i"] = end

@@ -58,8 +58,12 @@ from rocketmq_emu.broker.remoting.headers import (
     SendMessageRequestHeader,
 )
 from rocketmq_emu.broker.schedule.delay_level_service import transform_delay_message
+from rocketmq_emu.broker.schedule.enqueue import transform_for_put
 from rocketmq_emu.broker.schedule.retry import build_send_back_record, dlq_topic, retry_topic
-from rocketmq_emu.broker.schedule.timer_message import TimerMessageError, transform_timer_message
+from rocketmq_emu.broker.schedule.timer_message import (
+    DEFAULT_TIMER_MAX_DELAY_SEC,
+    TimerMessageError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -313,13 +317,11 @@ class SendMessageProcessor:
         if not (SCHEDULE_KEYS & props.keys()):
             return  # the common case: nothing to reroute
         ctx = self.ctx
-        if ctx.timer_service is not None:
-            max_delay = int(ctx.setting("timer_max_delay_sec", 0) or 0)
-            if max_delay > 0:
-                transform_timer_message(record, ctx.now_ms(), max_delay)
-            else:
-                transform_timer_message(record, ctx.now_ms())
-        transform_delay_message(record, ctx.delay_levels)
+        timer_enabled = ctx.timer_service is not None
+        max_delay = int(ctx.setting("timer_max_delay_sec", 0) or 0) if timer_enabled else 0
+        transform_for_put(record, ctx.now_ms(), ctx.delay_levels, timer_enabled=timer_enabled,
+                          timer_max_delay_sec=max_delay if max_delay > 0
+                          else DEFAULT_TIMER_MAX_DELAY_SEC)
 
     def _send_batch(
         self, cmd: RemotingCommand, conn: Any, header: SendMessageRequestHeader,

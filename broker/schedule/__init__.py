@@ -10,11 +10,12 @@ API for the broker (send processor, CONSUMER_SEND_MSG_BACK processor, controller
     ...
     services.shutdown()  # before store.shutdown(): persists delayOffset.json and checkpoint
 
-Send path (processor, before ``store.put_message``)::
+Send path (processor, before ``store.put_message``; see :mod:`.enqueue`)::
 
     try:
-        record = services.transform_for_put(record)   # timer -> rmq_sys_wheel_timer,
-    except TimerMessageError as exc:                   # DELAY -> SCHEDULE_TOPIC_XXXX
+        transform_for_put(record, now_ms, levels,          # timer -> rmq_sys_wheel_timer,
+                          timer_enabled=timer_service_runs)  # DELAY -> SCHEDULE_TOPIC_XXXX
+    except TimerMessageError as exc:
         return response(MESSAGE_ILLEGAL, remark=str(exc))
 
 The consume-queue tagsCode of a ``SCHEDULE_TOPIC_XXXX`` record (its deliver time) is computed
@@ -26,10 +27,10 @@ CONSUMER_SEND_MSG_BACK::
     back = services.send_back(original, group, delay_level, max_reconsume_times, version,
                               retry_max_times=group_cfg.retry_max_times,
                               retry_queue_nums=group_cfg.retry_queue_nums)
-    record = services.transform_for_put(back.record)   # routes DELAY via the schedule topic
-    store.put_message(record)
+    transform_delay_message(back.record, levels)   # routes DELAY via the schedule topic
+    store.put_message(back.record)
 
-Modules: delay_level_service (4.x levels), retry (send-back routing),
+Modules: enqueue (the send-path rewrite), delay_level_service (4.x levels), retry (send-back routing),
 timer_message (R5 timer transform/convert), timer_service + timer_loader (replayer, loader,
 dispatcher), schedule_log / dispatch_log / checkpoint (our crc32c-protected formats),
 hash_wheel (timing wheel), offsets (delayOffset.json).
@@ -48,7 +49,7 @@ from rocketmq_emu.broker.schedule.delay_level_service import (
     DelayLevelService,
     transform_delay_message,
 )
-from rocketmq_emu.broker.schedule.hash_wheel import now_ms
+from rocketmq_emu.broker.schedule.enqueue import transform_for_put
 from rocketmq_emu.broker.schedule.offsets import delay_offset_table
 from rocketmq_emu.broker.schedule.retry import SendBack, build_send_back_record
 from rocketmq_emu.broker.schedule.timer_message import TimerMessageError, transform_timer_message
@@ -60,6 +61,7 @@ __all__ = [
     "SendBack",
     "TimerConfig",
     "TimerMessageError",
+    "transform_for_put",
     "transform_delay_message",
     "transform_timer_message",
 ]
@@ -119,15 +121,6 @@ class ScheduleServices:
             self.delay.on_arrival(queue_id, tags_code)
         elif topic == TIMER_TOPIC:
             self.timer.on_arrival(queue_id, queue_offset, record)
-
-    def transform_for_put(self, record: MessageRecord) -> MessageRecord:
-        """Apply the timer then the delay-level transform (HookUtils.handleScheduleMessage).
-
-        Raises :class:`TimerMessageError` for an illegal or too-distant timer message.
-        """
-        record = transform_timer_message(record, now_ms(self.clock),
-                                         self.config.timer.max_delay_sec)
-        return transform_delay_message(record, self.levels)
 
     def send_back(self, original: MessageRecord, group: str, delay_level: int = 0,
                   max_reconsume_times: int | None = None, request_version: int = 0,

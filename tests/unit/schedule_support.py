@@ -12,7 +12,7 @@ from schedule_fake_store import FakeStore
 from twisted.internet.task import Clock
 
 from rocketmq_emu.broker.commitlog.record import MessageRecord
-from rocketmq_emu.broker.schedule import ScheduleConfig, ScheduleServices
+from rocketmq_emu.broker.schedule import ScheduleConfig, ScheduleServices, transform_for_put
 from rocketmq_emu.broker.schedule.timer_service import TimerConfig
 from rocketmq_emu.broker.store import MessageStore, PutMessageResult, PutMessageStatus
 from rocketmq_emu.broker.store_config import MessageStoreConfig
@@ -50,7 +50,10 @@ class Harness:
     def send(self, topic="T", queue_id=1, body=b"x", **props) -> Any:
         rec = MessageRecord(topic=topic, body=body, queue_id=queue_id, properties=dict(props),
                             born_timestamp=self.now())
-        return self.store.put_message(self.services.transform_for_put(rec))
+        services = self.services
+        return self.store.put_message(transform_for_put(
+            rec, self.now(), services.levels,
+            timer_max_delay_sec=services.config.timer.max_delay_sec))
 
     def messages(self, topic: str, queue_id: int | None = None) -> list[MessageRecord]:
         if isinstance(self.store, FakeStore):

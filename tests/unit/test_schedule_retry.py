@@ -8,6 +8,7 @@ from schedule_support import STORE_KINDS, boot
 from rocketmq_emu.broker.commitlog.record import MessageRecord
 from rocketmq_emu.broker.delay_levels import DelayLevels
 from rocketmq_emu.broker.message import create_offset_msg_id
+from rocketmq_emu.broker.schedule.delay_level_service import transform_delay_message
 from rocketmq_emu.broker.schedule.retry import build_send_back_record
 
 T0 = 1_700_000_000_000
@@ -32,7 +33,7 @@ def test_full_ladder_of_sixteen_retries_then_dlq(tmp_path, kind):
     for attempt in range(1, 17):
         back = services.send_back(current, "g", 0, 16, 121)
         assert not back.to_dlq and back.delay_level == 2 + attempt
-        h.store.put_message(services.transform_for_put(back.record))
+        h.store.put_message(transform_delay_message(back.record, services.levels))
         due = h.now() + levels.delay_ms(2 + attempt)
         h.run_until(due - 1)
         assert len(h.messages("%RETRY%g")) == attempt - 1
@@ -45,7 +46,7 @@ def test_full_ladder_of_sixteen_retries_then_dlq(tmp_path, kind):
         assert current.properties["UNIQ_KEY"] == "U1"
     back = services.send_back(current, "g", 0, 16, 121)
     assert back.to_dlq
-    h.store.put_message(services.transform_for_put(back.record))
+    h.store.put_message(transform_delay_message(back.record, services.levels))
     [dead] = h.messages("%DLQ%g")
     assert dead.queue_id == 0 and dead.reconsume_times == 17 and dead.body == b"pay"
     assert dead.properties["RETRY_TOPIC"] == "Orders"
