@@ -197,7 +197,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                               debug=args.debug)
     if getattr(args, "control_port", None) is not None:
         # Owned by client/: the same services plus a controllable clock and the HTTP control API.
-        from rocketmq_emu.client.control_api import up_with_control
+        from rocketmq_emu.client.control_up import up_with_control
 
         return up_with_control(args, cfg, serve, _announce)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
@@ -351,39 +350,3 @@ def serve_control_api(cluster: Any, port: int, host: str = "127.0.0.1", reactor:
     site = server.Site(ControlResource(cluster))
     site.displayTracebacks = False
     return reactor.listenTCP(port, site, interface=host)
-
-
-class _ClusterService:
-    """Adapter so ``rmq-emu up``'s shutdown hook stops the cluster."""
-
-    def __init__(self, cluster: Any) -> None:
-        self.cluster = cluster
-
-    def stop(self) -> defer.Deferred:
-        return self.cluster.stop_async()
-
-
-def up_with_control(args: Any, cfg: Any, serve: Callable[..., int], announce: Callable[..., None]) -> int:
-    """``rmq-emu up --control-port N``: the same name server + broker, run as an
-    :class:`rocketmq_emu.client.testing.EmbeddedCluster` on a follow-mode controllable clock, plus the
-    control API on 127.0.0.1:N."""
-    from rocketmq_emu.client.testing import EmbeddedCluster
-
-    def starter(reactor: Any, services: list) -> defer.Deferred:
-        cluster = EmbeddedCluster(
-            config=cfg, store_dir=cfg.store_path_root_dir, host=args.host,
-            namesrv_port=args.namesrv_port, broker_port=cfg.listen_port,
-            control_port=args.control_port, reactor=reactor,
-            # Where `rmq-emu up` keeps the name server's KV config.
-            namesrv_kv_config=os.path.join(cfg.store_path_root_dir, "namesrv", "kvConfig.json"),
-        )
-        services.append(_ClusterService(cluster))
-
-        def started(_: Any) -> None:
-            announce(cfg, args.host, namesrv=cluster.namesrv_addr)
-            print(f"rmq-emu: control API http://127.0.0.1:{cluster.control_port}/ "
-                  "(OpenAPI at /openapi.json)", flush=True)
-
-        return cluster.start_async().addCallback(started)
-
-    return serve(starter)

@@ -68,7 +68,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"rmq-emu report: needs {', '.join(missing)} (not installed): {INSTALL_HINT}",
               file=sys.stderr)
         return 1
-    from rocketmq_emu.reports.report import Progress, write_index, write_report
+    from rocketmq_emu.reports.output import write_index, write_report
+    from rocketmq_emu.reports.report import Progress
     from rocketmq_emu.reports.session import get_session
 
     if not os.path.isdir(args.store):

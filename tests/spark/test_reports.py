@@ -11,7 +11,8 @@ import re
 import pandas as pd
 import pytest
 
-from rocketmq_emu.reports.report import Progress, write_report
+from rocketmq_emu.reports.output import write_report
+from rocketmq_emu.reports.report import Progress
 
 pytestmark = pytest.mark.spark
 
