@@ -46,7 +46,6 @@ from rocketmq_emu.broker.remoting.command import decode_json_obj
 
 _PREFIX = struct.Struct(">iI")
 _PUT_OK = PutMessageStatus.PUT_OK
-_str = str
 #: The C module (None when not built or RMQ_EMU_NO_NATIVE=1); tests patch it to force Python.
 native_send = _native.send
 
