@@ -78,7 +78,7 @@ _BOOL_FIELDS = {
 }
 
 
-#: Properties that make a message scheduled (DELAY level or an R5 timer).
+#: SEND_MESSAGE_V2 as a plain int, compared with ``cmd.code`` on every request.
 _V2 = int(RequestCode.SEND_MESSAGE_V2)
 #: Returned by ``_send_v2_plain`` for a request the general path must handle.
 _GENERAL = object()
