@@ -1,7 +1,7 @@
 """The message store facade (RocketMQ ``store/DefaultMessageStore.java``): commitlog, consume
 queues, index, checkpoint, flush and retention behind the API the processors use.
 
-Contract (team brief)::
+Usage::
 
     store = MessageStore(MessageStoreConfig(...), clock, reactor=None)
     store.load() -> bool      # recovery; False (and ``store.load_error``) on corruption
