@@ -12,7 +12,11 @@ It listens on ``listenPort`` and on ``listenPort - 2`` (the VIP channel old Java
 registers with every name server at start, every ``registerNameServerPeriod`` (30 s) and right
 after a topic is created or deleted, scans client channels every 10 s (120 s expiry), persists
 consumer offsets every 5 s, and runs the delay-level and timer services of :mod:`rocketmq_emu.broker.schedule`.
-Timers and timestamps use ``clock`` (defaults to the reactor).
+Two clocks, one by default: ``clock`` (defaults to the reactor) times liveness, i.e. client
+channel and queue-lock expiry, parked pulls and request timeouts; ``business_clock`` (defaults to
+``clock``) gives the store's timestamps and runs delay levels, retries, timers and housekeeping.
+The CLI passes neither; the test harness passes a controllable ``business_clock``, so advancing
+hours of business time neither expires clients nor ends parked pulls.
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ class BrokerController:
         reactor: Any = None,
         clock: Any = None,
         *,
+        business_clock: Any = None,
         host: str = "0.0.0.0",
         store: MessageStore | None = None,
         enable_vip_channel: bool = True,
@@ -91,7 +96,10 @@ class BrokerController:
             reactor = default_reactor
         self.config = config if config is not None else BrokerConfig()
         self.reactor = reactor
-        self.clock = clock if clock is not None else reactor
+        #: Liveness time: client channels, queue locks, parked pulls, request timeouts.
+        self.liveness_clock = clock if clock is not None else reactor
+        #: Business time: store timestamps, delay levels, retries, timers, housekeeping loops.
+        self.clock = business_clock if business_clock is not None else self.liveness_clock
         self.host = host
         self.enable_vip_channel = enable_vip_channel
         cfg = self.config
@@ -99,7 +107,8 @@ class BrokerController:
             cfg.to_store_config(host), self.clock, reactor)
         self._configure_managers()
         self.ctx = BrokerContext(cfg, self.store, self.clock,
-                                 (cfg.advertised_ip(host), cfg.listen_port))
+                                 (cfg.advertised_ip(host), cfg.listen_port),
+                                 liveness_clock=self.liveness_clock)
         self.dispatcher = RequestDispatcher(self.clock)
         self.vip_dispatcher = RequestDispatcher(self.clock)
         self.send_processor = SendMessageProcessor(self.ctx)
@@ -131,13 +140,13 @@ class BrokerController:
 
         self.register_processor(AdminStatsProcessor(self.ctx))
         self.register_processor(AdminStoreProcessor(self.ctx))
-        self.hold_service = PullRequestHoldService(self.clock,
+        self.hold_service = PullRequestHoldService(self.liveness_clock,
                                                    self.pull_processor.execute_when_wakeup)
         self.ctx.hold_service = self.hold_service
         self.store.topic_config.add_change_listener(lambda tc: self.schedule_register())
-        self.factory = _BrokerServerFactory(self.dispatcher, self.clock,
+        self.factory = _BrokerServerFactory(self.dispatcher, self.liveness_clock,
                                             self._on_connection_closed)
-        self.vip_factory = _BrokerServerFactory(self.vip_dispatcher, self.clock,
+        self.vip_factory = _BrokerServerFactory(self.vip_dispatcher, self.liveness_clock,
                                                 self._on_connection_closed)
         self.remoting_client = RemotingClient(reactor)
         self.schedule: Any = None

@@ -255,16 +255,11 @@ class EmbeddedCluster:
         if slot.controller is not None:
             return
         slot.config = self._make_config(slot)
-        broker = BrokerController(slot.config, reactor=self.reactor, host=self.host, clock=self.clock)
         # Business time (store timestamps, delay levels, retries, timers) follows the
-        # controllable clock; liveness stays in real time, so advancing hours neither expires
+        # controllable clock; liveness stays on the reactor, so advancing hours neither expires
         # clients' channels and queue locks nor ends parked pulls or request timeouts.
-        ctx = broker.ctx
-        for manager in (ctx.consumer_manager, ctx.producer_manager, ctx.lock_manager):
-            manager.clock = self.reactor
-        broker.hold_service.clock = self.reactor
-        for factory in (broker.factory, broker.vip_factory):
-            factory.clock = self.reactor
+        broker = BrokerController(slot.config, reactor=self.reactor, host=self.host,
+                                  business_clock=self.clock)
         slot.controller = broker
         self.faults.attach("broker", broker.dispatcher, slot.name)
         self.faults.attach("broker", broker.vip_dispatcher, slot.name)

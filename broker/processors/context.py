@@ -66,10 +66,14 @@ class BrokerContext:
         consumer_offsets: Any = None,
         subscription_groups: Any = None,
         delay_offsets: Any = None,
+        liveness_clock: Any = None,
     ) -> None:
         self.config = config
         self.store = store
         self.clock = clock
+        #: Client channels and queue locks expire on this clock (defaults to ``clock``); the
+        #: test harness keeps it on the reactor while business time is a controllable clock.
+        self.liveness_clock = liveness_clock if liveness_clock is not None else clock
         self.store_host = store_host
         self.topic_config = topic_config if topic_config is not None else store.topic_config
         self.consumer_offsets = (
@@ -85,9 +89,9 @@ class BrokerContext:
         self.delay_levels = DelayLevels.parse(
             getattr(config, "message_delay_level", None) or DEFAULT_MESSAGE_DELAY_LEVEL
         )
-        self.consumer_manager = ConsumerManager(clock, self._on_consumer_change)
-        self.producer_manager = ProducerManager(clock)
-        self.lock_manager = RebalanceLockManager(clock)
+        self.consumer_manager = ConsumerManager(self.liveness_clock, self._on_consumer_change)
+        self.producer_manager = ProducerManager(self.liveness_clock)
+        self.lock_manager = RebalanceLockManager(self.liveness_clock)
         self.stats = BrokerStats()
         #: Set by the controller: the pull long-polling service.
         self.hold_service: Any = None

@@ -9,6 +9,7 @@ import zlib
 import pytest
 from processor_support import FakeConn, heartbeat_cmd, send_v2
 from twisted.internet import defer
+from twisted.internet.task import Clock
 from twisted.internet.testing import MemoryReactorClock
 
 from rocketmq_emu.broker.config import BrokerConfig
@@ -47,6 +48,25 @@ def broker(tmp_path, reactor):
                        mapped_file_size_commit_log=256 * 1024,
                        mapped_file_size_consume_queue=200 * 20)
     b = BrokerController(cfg, reactor=reactor, host="0.0.0.0")
+    b.remoting_client = FakeRemotingClient()
+    yield b
+    if b.running:
+        b.stop()
+
+
+@pytest.fixture
+def business():
+    c = Clock()
+    c.advance(1_800_000_000)  # another day than the reactor's
+    return c
+
+
+@pytest.fixture
+def split_broker(tmp_path, reactor, business):
+    cfg = BrokerConfig(listen_port=20911, store_path_root_dir=str(tmp_path / "store"),
+                       mapped_file_size_commit_log=256 * 1024,
+                       mapped_file_size_consume_queue=200 * 20)
+    b = BrokerController(cfg, reactor=reactor, host="0.0.0.0", business_clock=business)
     b.remoting_client = FakeRemotingClient()
     yield b
     if b.running:
@@ -148,3 +168,22 @@ def test_order_topics_from_the_name_server_are_applied(broker):
     broker.remoting_client.invoke = invoke
     started(broker)
     assert broker.store.topic_config.select_topic_config("Ordered").order is True
+
+
+def test_business_clock_stamps_stored_messages(split_broker):
+    """With business_clock, a stored message's storeTimestamp is business time."""
+    started(split_broker)
+    split_broker.send_processor.process_send(send_v2("T"), FakeConn())
+    stored = split_broker.store.look_message_by_offset(0)
+    assert stored.store_timestamp == 1_800_000_000_000
+
+
+def test_business_clock_leaves_client_expiry_on_clock(split_broker, business):
+    """Hours of business time pass without expiring a consumer's channel (liveness clock)."""
+    started(split_broker)
+    conn = FakeConn()
+    split_broker.dispatcher.handler_for(RequestCode.HEART_BEAT)(
+        heartbeat_cmd("c1", "G", "T"), conn)
+    business.advance(3600)
+    assert split_broker.ctx.consumer_manager.get_consumer_group_info("G") is not None
+    assert not conn.closed
