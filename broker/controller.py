@@ -35,6 +35,8 @@ from rocketmq_emu.broker.configs.topics import TopicConfigManager
 from rocketmq_emu.broker.longpoll import PullRequestHoldService
 from rocketmq_emu.broker.processors.admin import AdminBrokerProcessor
 from rocketmq_emu.broker.processors.admin_consumer import AdminConsumerProcessor
+from rocketmq_emu.broker.processors.admin_stats import AdminStatsProcessor
+from rocketmq_emu.broker.processors.admin_store import AdminStoreProcessor
 from rocketmq_emu.broker.processors.client_manage import ClientManageProcessor
 from rocketmq_emu.broker.processors.consumer_manage import ConsumerManageProcessor
 from rocketmq_emu.broker.processors.context import BrokerContext
@@ -42,6 +44,7 @@ from rocketmq_emu.broker.processors.end_transaction import EndTransactionProcess
 from rocketmq_emu.broker.processors.pull import PullMessageProcessor
 from rocketmq_emu.broker.processors.query import QueryMessageProcessor
 from rocketmq_emu.broker.processors.reply import ReplyMessageProcessor
+from rocketmq_emu.broker.processors.reset_offset import ResetOffsetProcessor
 from rocketmq_emu.broker.processors.send import SendMessageProcessor
 from rocketmq_emu.broker.remoting.client import RemotingClient
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
@@ -128,16 +131,8 @@ class BrokerController:
         # Transactions and offset reset (issue 7), registered additively.
         self.end_transaction_processor = EndTransactionProcessor(self.ctx)
         self.register_processor(self.end_transaction_processor)
-        try:
-            from rocketmq_emu.broker.processors.reset_offset import ResetOffsetProcessor
-        except ImportError:  # pragma: no cover - module not present
-            pass
-        else:
-            self.register_processor(ResetOffsetProcessor(self.ctx))
-        # Issue 12: the remaining AdminBrokerProcessor codes (303-329).
-        from rocketmq_emu.broker.processors.admin_stats import AdminStatsProcessor
-        from rocketmq_emu.broker.processors.admin_store import AdminStoreProcessor
-
+        self.register_processor(ResetOffsetProcessor(self.ctx))
+        # The remaining AdminBrokerProcessor codes (303-329).
         self.register_processor(AdminStatsProcessor(self.ctx))
         self.register_processor(AdminStoreProcessor(self.ctx))
         self.hold_service = PullRequestHoldService(self.liveness_clock,

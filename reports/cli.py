@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 
-from rocketmq_emu.broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
+from rocketmq_emu.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
 
 REPORTS = ("traffic", "delays", "consumers", "retries")
 #: What the ``[reports]`` extra installs (setup.cfg); ``report`` checks for them before anything.

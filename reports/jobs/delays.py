@@ -14,8 +14,8 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from rocketmq_emu.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
 from rocketmq_emu.broker.message import RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
-from rocketmq_emu.broker.schedule.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
 from rocketmq_emu.reports import charts
 from rocketmq_emu.reports.jobs.common import (
     commitlog,
