@@ -187,7 +187,7 @@ def run_async(fn: Callable[..., Any], *args: Any, callback: Callable[[Any], None
     return res
 
 
-class _Blocking:
+class BlockingFacade:
     """Wrap a Twisted-API object: every method call blocks for its Deferred's result."""
 
     _target: Any
@@ -224,7 +224,7 @@ def _threaded_listener(listener: Callable[..., Any]) -> Callable[..., Any]:
     return in_thread
 
 
-class BlockingProducer(_Blocking):
+class BlockingProducer(BlockingFacade):
     """``Producer`` with blocking calls: ``send(msg) -> SendResult``; ``send_async(msg,
     callback=None) -> AsyncResult``."""
 
@@ -240,7 +240,7 @@ class BlockingProducer(_Blocking):
         return run_async(self._target.send, msg, callback=callback, **kw)
 
 
-class BlockingPushConsumer(_Blocking):
+class BlockingPushConsumer(BlockingFacade):
     """``PushConsumer`` with blocking start/shutdown; the listener runs in a worker thread when
     the reactor has its own thread."""
 
@@ -264,7 +264,7 @@ class BlockingPushConsumer(_Blocking):
         self._target.register_listener(listener if self._in_reactor else _threaded_listener(listener))
 
 
-class BlockingPullConsumer(_Blocking):
+class BlockingPullConsumer(BlockingFacade):
     """``PullConsumer`` with blocking calls: ``pull(mq, "*", offset) -> PullResult``."""
 
     def __init__(self, group: str, namesrv_addr: str | list[str], *, timeout: float | None = DEFAULT_TIMEOUT,
@@ -275,7 +275,7 @@ class BlockingPullConsumer(_Blocking):
         self.timeout = timeout
 
 
-class BlockingLitePullConsumer(_Blocking):
+class BlockingLitePullConsumer(BlockingFacade):
     """``LitePullConsumer`` with blocking calls: ``poll(timeout) -> list[MessageExt]``."""
 
     def __init__(self, group: str, namesrv_addr: str | list[str], *, timeout: float | None = DEFAULT_TIMEOUT,
@@ -294,7 +294,7 @@ class BlockingLitePullConsumer(_Blocking):
         return run_blocking(self._target.poll, timeout, max_messages, timeout=timeout + 10)
 
 
-class BlockingAdmin(_Blocking):
+class BlockingAdmin(BlockingFacade):
     """``Admin`` with blocking calls."""
 
     def __init__(self, namesrv_addr: str | list[str], *, timeout: float | None = DEFAULT_TIMEOUT,

@@ -51,13 +51,16 @@ class ProcessQueue:
     consumed: int = 0
 
 
-def _ok(result: Any) -> bool:
+def consume_succeeded(result: Any) -> bool:
+    """A listener's return value read as ``ConsumeConcurrentlyStatus``: None, True and
+    CONSUME_SUCCESS are success, anything else asks for a retry."""
     if result is None or result is True:
         return True
     return result is ConsumeStatus.CONSUME_SUCCESS
 
 
-def _sleep(reactor: Any, seconds: float) -> defer.Deferred:
+def deferred_sleep(reactor: Any, seconds: float) -> defer.Deferred:
+    """A Deferred that fires after ``seconds`` on ``reactor`` (its clock: nothing blocks)."""
     return task.deferLater(reactor, seconds, lambda: None)
 
 
@@ -95,7 +98,7 @@ class ConsumeMixin:
         except Exception:
             log.exception("listener of %s failed on %d message(s)", self.group, len(msgs))
             return False
-        return _ok(result)
+        return consume_succeeded(result)
 
     async def _consume_concurrently(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         ctx = ConsumeContext(pq.mq)
@@ -117,7 +120,7 @@ class ConsumeMixin:
             if not failed or not self.running or pq.dropped:
                 return
             msgs = failed
-            await _sleep(self.reactor, 5.0)
+            await deferred_sleep(self.reactor, 5.0)
 
     async def _consume_orderly(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         ctx = ConsumeContext(pq.mq)
@@ -133,4 +136,4 @@ class ConsumeMixin:
                 return
             for m in msgs:
                 m.reconsume_times += 1
-            await _sleep(self.reactor, ctx.suspend_seconds or self.orderly_suspend)
+            await deferred_sleep(self.reactor, ctx.suspend_seconds or self.orderly_suspend)

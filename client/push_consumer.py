@@ -34,8 +34,8 @@ from rocketmq_emu.client.consume import (  # noqa: F401 (ConsumeStatus is part o
     ConsumeMixin,
     ConsumeStatus,
     ProcessQueue,
-    _ok,
-    _sleep,
+    consume_succeeded,
+    deferred_sleep,
 )
 from rocketmq_emu.client.instance import ClientInstance
 from rocketmq_emu.client.local_offsets import LocalFileOffsetStore
@@ -417,7 +417,7 @@ class PushConsumer(ConsumeMixin):
         sub = self.subscriptions[pq.mq.topic]
         while self.running and not pq.dropped:
             if self.orderly and self.clustering and not pq.locked:
-                await _sleep(self.reactor, 1.0)
+                await deferred_sleep(self.reactor, 1.0)
                 continue
             try:
                 result = await api.pull(
@@ -432,7 +432,7 @@ class PushConsumer(ConsumeMixin):
                 if isinstance(exc, MQBrokerError) and exc.code in _NOT_REGISTERED:
                     # A restarted broker forgot us: re-register now, not at the next 30 s beat.
                     self.instance.heartbeat_soon()
-                await _sleep(self.reactor, 3.0)  # pullTimeDelayMillsWhenException
+                await deferred_sleep(self.reactor, 3.0)  # pullTimeDelayMillsWhenException
                 continue
             if pq.dropped or not self.running:
                 return
@@ -454,7 +454,7 @@ class PushConsumer(ConsumeMixin):
         success, False for a failure status, or fails with the listener's exception."""
         mq = msgs[0].message_queue if msgs else MessageQueue("", "", 0)
         d = defer.maybeDeferred(self.listener, msgs, ConsumeContext(mq))
-        return d.addCallback(_ok)
+        return d.addCallback(consume_succeeded)
 
     @property
     def assigned_queues(self) -> list[MessageQueue]:

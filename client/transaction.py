@@ -39,7 +39,7 @@ from rocketmq_emu.broker.message import (
 )
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
-from rocketmq_emu.client.blocking import _Blocking, run_blocking, threaded_reactor
+from rocketmq_emu.client.blocking import BlockingFacade, run_blocking, threaded_reactor
 from rocketmq_emu.client.message import Message, MessageExt, MQClientError, SendResult, SendStatus
 from rocketmq_emu.client.producer import Producer
 
@@ -269,7 +269,7 @@ def _in_worker_thread(fn: Callable[..., Any] | None) -> Callable[..., Any] | Non
     return in_thread
 
 
-class BlockingTransactionProducer(_Blocking):
+class BlockingTransactionProducer(BlockingFacade):
     """:class:`TransactionProducer` with blocking calls (see :mod:`rocketmq_emu.client.blocking`):
     ``send_message_in_transaction(msg, executor) -> TransactionSendResult``; the executor and
     the check listener run in worker threads when the reactor has its own thread."""
