@@ -165,12 +165,13 @@ class MessageStore(StoreReader, StoreDispatch, StoreRetention):
     # --- lifecycle ----------------------------------------------------------------------------
     def load(self) -> bool:
         """Map files and recover (abnormally if the ``abort`` file is there). False with
-        ``load_error`` set (and logged, naming file and offset) when the store is unusable."""
+        ``load_error`` set (naming file and offset) when the store is unusable; the caller
+        reports it (``rmq-emu`` in one line)."""
         cfg = self.config
         try:
             self.lock.acquire()
         except StoreLockedError as exc:
-            log.error("store cannot load: %s", exc)
+            log.debug("store cannot load: %s", exc)  # the caller reports load_error
             self.load_error = exc
             return False
         abnormal = os.path.exists(cfg.abort_path)
@@ -195,7 +196,7 @@ class MessageStore(StoreReader, StoreDispatch, StoreRetention):
             # file after retention deleted the files their first units refer to.
             self.consume_queues.correct_min_offset(self.commitlog.min_offset)
         except (RecoveryError, MappedFileError) as exc:
-            log.error("store cannot load: %s", exc)
+            log.debug("store cannot load: %s", exc)  # the caller reports load_error
             self.load_error = exc
             return False
         self.loaded = True
