@@ -189,6 +189,12 @@ def test_properties_last_duplicate_wins_and_lines_are_tracked():
     assert load_properties("a=1\na=2\n") == {"a": "2"}
 
 
+def test_properties_lines_count_every_java_line_terminator():
+    """\r\n, \r and \n each end a line (Properties.LineReader); a continuation spans two."""
+    entries = parse_properties("a=1\r\nb=2\rc=3 \\\n  more\nd=4\n")
+    assert [(e.key, e.line) for e in entries] == [("a", 1), ("b", 2), ("c", 3), ("d", 5)]
+
+
 def test_properties_bad_unicode_escape():
     """A malformed \\u escape is an error naming the line."""
     with pytest.raises(PropertiesError, match="line 2"):
