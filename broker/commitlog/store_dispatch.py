@@ -12,7 +12,6 @@ asynchronously. PREPARED / ROLLBACK transaction records get no unit; ROLLBACK is
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Container
 from itertools import repeat
 from operator import attrgetter
@@ -31,10 +30,7 @@ log = logging.getLogger(__name__)
 _TX_MASK = 0xC
 _PREPARED = 0x4
 _ROLLBACK = 0xC
-_UNIT = struct.Struct(">qiq")
 _props_of = attrgetter("properties")
-#: ``pack_into`` of n consume-queue units, per batch size n.
-_UNITS: dict[int, object] = {}  # consume-queue unit, as broker.consumequeue.unit.UNIT_STRUCT
 
 
 def _index_items(pending: list):
@@ -85,24 +81,7 @@ class StoreDispatch:
             cq = self._cq_cache.get(key)
             if cq is None:
                 cq = self._cq_cache[key] = self.consume_queues.find_or_create(topic, qid)
-            # The plain case of ConsumeQueue.put written inline (next expected offset, room in
-            # the last file, not yet written, no pre-blank fill due); anything else goes to put.
-            files = cq.mfq.files
-            phy = record.physical_offset
-            size = record.total_size
-            mf = files[-1] if files else None
-            if (
-                mf is not None
-                and (pos := mf.wrote_position) + 20 <= mf.file_size
-                and mf.file_from_offset + pos == qoff * 20
-                and phy + size > cq.max_physic_offset
-                and not (mf.first_create_in_queue and pos == 0)
-            ):
-                _UNIT.pack_into(mf.mm, pos, phy, size, tags)
-                mf.wrote_position = pos + 20
-                cq.max_physic_offset = phy + size
-            else:
-                cq.put(qoff, phy, size, tags)
+            cq.put(qoff, record.physical_offset, record.total_size, tags)
         # Index and dispatch time before the listeners: a listener may store a message at
         # once, whose index entry must queue after this one (the index skips offsets below
         # the last one it took).
@@ -138,40 +117,16 @@ class StoreDispatch:
         cq = self._cq_cache.get(key)
         if cq is None:
             cq = self._cq_cache[key] = self.consume_queues.find_or_create(topic, first.queue_id)
-        files = cq.mfq.files
-        if not files:
-            return False
-        mf = files[-1]
-        pos = mf.wrote_position
-        offsets = stamp.offsets
-        sizes = stamp.sizes
-        if (
-            pos + 20 * n > mf.file_size
-            or mf.file_from_offset + pos != stamp.q0 * 20
-            or offsets[0] + sizes[0] <= cq.max_physic_offset
-            or mf.first_create_in_queue and pos == 0
-        ):
-            return False
         codes = self._tag_codes
         tags_code = self.commitlog.encoder.tags_code
-        flat: list = [None] * (3 * n)
-        flat[0::3] = offsets
-        flat[1::3] = sizes
         # TAGS and their cached codes fetched by C loops; any tag not cached (or none) takes
         # the per-record expression.
         tags = list(map(dict.get, map(_props_of, records), repeat("TAGS", n)))
         cached = list(map(codes.get, tags))
         if None in cached:
             cached = [(codes.get(tg) or tags_code(tg)) if tg else 0 for tg in tags]
-        flat[2::3] = cached
-        pack = _UNITS.get(n)
-        if pack is None:
-            if len(_UNITS) >= 256:
-                _UNITS.clear()
-            pack = _UNITS[n] = struct.Struct(">" + "qiq" * n).pack_into
-        pack(mf.mm, pos, *flat)
-        mf.wrote_position = pos + 20 * n
-        cq.max_physic_offset = offsets[-1] + sizes[-1]
+        if not cq.put_run(stamp.q0, stamp.offsets, stamp.sizes, cached):
+            return False
         if self.index is not None:
             self._index_pending.append((topic, stamp))
             if self._index_call is None and self.reactor is not None and self.running:

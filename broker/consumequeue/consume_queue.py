@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+import struct
+from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from rocketmq_emu.broker.commitlog.mapped_file import MappedFile
 from rocketmq_emu.broker.commitlog.mapped_file_queue import MappedFileQueue
@@ -40,6 +42,13 @@ DEFAULT_CQ_FILE_SIZE = DEFAULT_UNITS_PER_FILE * CQ_STORE_UNIT_SIZE
 _ZERO_UNIT = bytes(CQ_STORE_UNIT_SIZE)
 _pack_into = UNIT_STRUCT.pack_into
 _unpack_from = UNIT_STRUCT.unpack_from
+
+
+@lru_cache(maxsize=256)
+def _run_struct(n: int) -> struct.Struct:
+    """``n`` units back to back: UNIT_STRUCT's fields repeated (its byte order once)."""
+    order, fields = UNIT_STRUCT.format[0], UNIT_STRUCT.format[1:]
+    return struct.Struct(order + fields * n)
 
 
 def cq_file_size(requested: int) -> int:
@@ -125,10 +134,11 @@ class ConsumeQueue:
             return False
         expect = queue_offset * CQ_STORE_UNIT_SIZE
         files = self.mfq.files
-        if files:  # fast path: the next unit of a file with room
+        if files:  # fast path: the next unit of a file with room, no pre-blank fill due
             mf = files[-1]
             pos = mf.wrote_position
-            if pos < mf.file_size and mf.file_from_offset + pos == expect:
+            if (pos < mf.file_size and mf.file_from_offset + pos == expect
+                    and not (pos == 0 and mf.first_create_in_queue)):
                 _pack_into(mf.mm, pos, commitlog_offset, size, tags_code)
                 mf.wrote_position = pos + CQ_STORE_UNIT_SIZE
                 self.max_physic_offset = commitlog_offset + size
@@ -153,6 +163,32 @@ class ConsumeQueue:
                 self._append_unit(PRE_BLANK_BYTES)
         self._append_unit(UNIT_STRUCT.pack(commitlog_offset, size, tags_code))
         self.max_physic_offset = commitlog_offset + size
+        return True
+
+    def put_run(self, first_queue_offset: int, commitlog_offsets: Sequence[int],
+                sizes: Sequence[int], tags_codes: Sequence[int]) -> bool:
+        """Write the units of consecutive logical offsets from ``first_queue_offset`` at once
+        when they all fit the last file as its next units (the plain append case of
+        :meth:`put`, one ``pack_into`` for the run); False, with nothing written, otherwise:
+        the caller then puts them one by one."""
+        n = len(commitlog_offsets)
+        files = self.mfq.files
+        if not files or n == 0:
+            return False
+        mf = files[-1]
+        pos = mf.wrote_position
+        if (pos + CQ_STORE_UNIT_SIZE * n > mf.file_size
+                or mf.file_from_offset + pos != first_queue_offset * CQ_STORE_UNIT_SIZE
+                or commitlog_offsets[0] + sizes[0] <= self.max_physic_offset
+                or (pos == 0 and mf.first_create_in_queue)):
+            return False
+        flat: list = [None] * (3 * n)
+        flat[0::3] = commitlog_offsets
+        flat[1::3] = sizes
+        flat[2::3] = tags_codes
+        _run_struct(n).pack_into(mf.mm, pos, *flat)
+        mf.wrote_position = pos + CQ_STORE_UNIT_SIZE * n
+        self.max_physic_offset = commitlog_offsets[-1] + sizes[-1]
         return True
 
     # --- read ---------------------------------------------------------------------------------

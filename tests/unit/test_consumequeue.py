@@ -130,6 +130,26 @@ def test_offset_gap_is_filled_and_logged(tmp_path, caplog):
                                   (0, INTEGER_MAX_VALUE, 0), (300, 100, 3)]
 
 
+def test_put_run_writes_what_one_put_per_unit_writes(tmp_path):
+    """put_run of three units gives the bytes, offsets and max physic offset of three puts."""
+    one, run = make_cq(tmp_path / "one"), make_cq(tmp_path / "run")
+    fill(one, 4)
+    fill(run, 1)
+    assert run.put_run(1, [100, 200, 300], [100, 100, 100], [1, 2, 3])
+    assert run.get_units(0, 10) == one.get_units(0, 10)
+    assert (run.max_offset, run.max_physic_offset) == (one.max_offset, one.max_physic_offset)
+
+
+@pytest.mark.parametrize("first, units", [(2, 3), (1, 5)])
+def test_put_run_declines_what_is_not_a_plain_append(tmp_path, first, units):
+    """A run not at the next offset, or not fitting the last file, writes nothing: False."""
+    cq = make_cq(tmp_path)
+    fill(cq, 1)
+    offsets = [first * 100 + 100 * i for i in range(units)]
+    assert not cq.put_run(first, offsets, [100] * units, [0] * units)
+    assert cq.max_offset == 1
+
+
 def test_recover_restores_offsets(tmp_path):
     """Reloading finds the written units and the last dispatched commitlog offset."""
     cq = make_cq(tmp_path)
