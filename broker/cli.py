@@ -113,7 +113,12 @@ def make_broker(reactor: Any, cfg: Any, host: str) -> Any:
 
 
 def _stop_all(services: list[Any]) -> Any:
-    """Stop services in reverse start order; returns a Deferred for the reactor's shutdown."""
+    """Stop services in reverse start order, each after the previous one has stopped; returns
+    a Deferred for the reactor's shutdown.
+
+    Not Twisted's ``MultiService``: its ``stopService`` starts every child's stop at once, so
+    the name server would close while the broker's UNREGISTER_BROKER is still in flight.
+    """
     from twisted.internet import defer
 
     @defer.inlineCallbacks
@@ -165,7 +170,9 @@ def _serve(starter, roles: list[PortRole] | None = None, store_root: str | None 
 
     def stop_once(*_: Any) -> None:
         # `make run` + Ctrl-C (or a supervisor) can deliver the signal twice; Twisted's own
-        # handler would then call reactor.stop() on a stopped reactor and print a traceback.
+        # handler (and task.react's) would then call reactor.stop() on a stopped reactor and
+        # print a traceback. Ours is installed even when the shell started us with SIGINT
+        # ignored (`rmq-emu up &` from a script), where Twisted installs none.
         if reactor.running and not outcome.get("stopping"):
             outcome["stopping"] = True
             reactor.stop()
