@@ -6,20 +6,13 @@ import json
 import re
 
 import pytest
-from processor_support import FakeConn, heartbeat_cmd, make_context, send_v2
+from processor_support import FakeConn, heartbeat_cmd, send_v2
 
 from rocketmq_emu.broker.processors.admin import AdminBrokerProcessor
 from rocketmq_emu.broker.processors.client_manage import ClientManageProcessor
 from rocketmq_emu.broker.processors.send import SendMessageProcessor
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    c = make_context(tmp_path)
-    yield c
-    c.store.shutdown()
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from processor_support import STORE_HOST, FakeConn, heartbeat_cmd, make_context, send_v2
+from processor_support import STORE_HOST, FakeConn, heartbeat_cmd, send_v2
 from twisted.internet import defer
 
 from rocketmq_emu.broker.message import create_offset_msg_id
@@ -24,13 +24,6 @@ class ConsumerConn(FakeConn):
     def send_request(self, cmd, timeout=3.0):
         self.requests.append(cmd)
         return defer.succeed(cmd.response(ResponseCode.SUCCESS, body=b'{"running":true}'))
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    c = make_context(tmp_path)
-    yield c
-    c.store.shutdown()
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from processor_support import FakeConn, heartbeat_cmd, make_context, pull_cmd, send_v2
+from processor_support import FakeConn, heartbeat_cmd, pull_cmd, send_v2
 
 from rocketmq_emu.broker.processors.admin_stats import AdminStatsProcessor, java_date
 from rocketmq_emu.broker.processors.admin_stats_items import StatsItem
@@ -15,13 +15,6 @@ from rocketmq_emu.broker.processors.pull import PullMessageProcessor
 from rocketmq_emu.broker.processors.send import SendMessageProcessor
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    c = make_context(tmp_path)
-    yield c
-    c.store.shutdown()
 
 
 @pytest.fixture

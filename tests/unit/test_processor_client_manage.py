@@ -5,19 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from processor_support import FakeConn, heartbeat_cmd, make_context
+from processor_support import FakeConn, heartbeat_cmd
 
 from rocketmq_emu.broker.processors.client_manage import ClientManageProcessor
 from rocketmq_emu.broker.processors.consumer_manage import ConsumerManageProcessor
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    c = make_context(tmp_path)
-    yield c
-    c.store.shutdown()
 
 
 @pytest.fixture

@@ -4,19 +4,12 @@ GET_EARLIEST_MSG_STORETIME, QUERY_BROKER_OFFSET."""
 from __future__ import annotations
 
 import pytest
-from processor_support import T0, FakeConn, make_context, send_v2
+from processor_support import T0, FakeConn, send_v2
 
 from rocketmq_emu.broker.processors.consumer_manage import ConsumerManageProcessor
 from rocketmq_emu.broker.processors.send import SendMessageProcessor
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    c = make_context(tmp_path)
-    yield c
-    c.store.shutdown()
 
 
 @pytest.fixture

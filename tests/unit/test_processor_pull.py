@@ -20,13 +20,6 @@ from rocketmq_emu.broker.remoting.codes import ResponseCode
 
 
 @pytest.fixture
-def ctx(tmp_path):
-    c = make_context(tmp_path)
-    yield c
-    c.store.shutdown()
-
-
-@pytest.fixture
 def pull(ctx):
     return PullMessageProcessor(ctx)
 

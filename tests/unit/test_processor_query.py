@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from processor_support import FakeConn, make_context, send_v2
+from processor_support import FakeConn, send_v2
 
 from rocketmq_emu.broker.commitlog.record import iter_records
 from rocketmq_emu.broker.processors.query import QueryMessageProcessor
 from rocketmq_emu.broker.processors.send import SendMessageProcessor
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
-
-
-@pytest.fixture
-def ctx(tmp_path):
-    c = make_context(tmp_path)
-    yield c
-    c.store.shutdown()
 
 
 @pytest.fixture

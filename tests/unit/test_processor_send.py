@@ -17,13 +17,6 @@ from rocketmq_emu.broker.remoting.command import RemotingCommand
 
 
 @pytest.fixture
-def ctx(tmp_path):
-    c = make_context(tmp_path)
-    yield c
-    c.store.shutdown()
-
-
-@pytest.fixture
 def proc(ctx):
     return SendMessageProcessor(ctx, random.Random(7))
 
