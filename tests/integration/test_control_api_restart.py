@@ -4,13 +4,12 @@ a JSON error naming the broker and the cause."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import urllib.error
-import urllib.request
+from functools import partial
 
 import pytest
+from control_api_support import call as control_call
 
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
@@ -19,21 +18,8 @@ from rocketmq_emu.client.blocking import run_blocking
 pytestmark = pytest.mark.rocketmq(control_port=0)
 
 
-def call(cluster, method: str, path: str, body: dict | None = None) -> tuple[int, object]:
-    """An HTTP call made from a worker thread while the reactor keeps serving."""
-    from twisted.internet import threads
-
-    def do() -> tuple[int, object]:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(f"http://127.0.0.1:{cluster.control_port}{path}", data=data,
-                                     method=method)
-        try:
-            with urllib.request.urlopen(req, timeout=20) as resp:
-                return resp.status, json.loads(resp.read())
-        except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read())
-
-    return run_blocking(threads.deferToThread, do)
+#: A restart reopens the store: more time than the other calls.
+call = partial(control_call, timeout=20)
 
 
 def unregister_like_a_cpp_producer(cluster) -> int:

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import json
 import urllib.error
 import urllib.request
 
 import pytest
+from control_api_support import call
 
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
@@ -23,21 +23,6 @@ def cluster(rocketmq):
     return rocketmq
 
 
-def call(cluster, method: str, path: str, body: dict | None = None) -> tuple[int, object]:
-    """An HTTP call made from a worker thread while the reactor keeps serving."""
-    from twisted.internet import threads
-
-    def do() -> tuple[int, object]:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(f"http://127.0.0.1:{cluster.control_port}{path}", data=data,
-                                     method=method)
-        try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
-                return resp.status, json.loads(resp.read())
-        except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read())
-
-    return run_blocking(threads.deferToThread, do)
 
 
 def get_text(cluster, path: str, accept: str) -> tuple[str, str]:
