@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from rocketmq_emu.broker.message import (
@@ -87,10 +88,11 @@ def status_name(status: Any) -> str:
 
 
 def put_status_response(status: Any, max_message_size: int,
-                        disk_util: str | None = None) -> tuple[int, str | None, bool]:
+                        disk_util: Callable[[], str] | None = None
+                        ) -> tuple[int, str | None, bool]:
     """``SendMessageProcessor.handlePutMessageResult``: (code, remark, sendOK). ``disk_util``
-    (the store's ``disk_util()``, ``SendMessageProcessor.diskUtil``) goes into the
-    SERVICE_NOT_AVAILABLE remark between brackets."""
+    (the store's ``disk_util``, ``SendMessageProcessor.diskUtil``) is called for a
+    SERVICE_NOT_AVAILABLE answer only, its text going into the remark between brackets."""
     name = status_name(status)
     if name == "PUT_OK":
         return ResponseCode.SUCCESS, None, True
@@ -114,7 +116,7 @@ def put_status_response(status: Any, max_message_size: int,
         return (
             ResponseCode.SERVICE_NOT_AVAILABLE,
             "service not available now. It may be caused by one of the following reasons: "
-            "the broker's disk is full" + (f" [{disk_util}]" if disk_util is not None else "")
+            "the broker's disk is full" + (f" [{disk_util()}]" if disk_util is not None else "")
             + ", messages are put to the slave, message store has been shut down, etc.",
             False,
         )

@@ -317,9 +317,9 @@ class SendMessageProcessor:
         if not (SCHEDULE_KEYS & props.keys()):
             return  # the common case: nothing to reroute
         ctx = self.ctx
-        timer_enabled = ctx.timer_service is not None
-        max_delay = int(ctx.setting("timer_max_delay_sec", 0) or 0) if timer_enabled else 0
-        transform_for_put(record, ctx.now_ms(), ctx.delay_levels, timer_enabled=timer_enabled,
+        max_delay = int(ctx.setting("timer_max_delay_sec", 0) or 0)  # 0 or less: the default
+        transform_for_put(record, ctx.now_ms(), ctx.delay_levels,
+                          timer_enabled=ctx.timer_service is not None,
                           timer_max_delay_sec=max_delay if max_delay > 0
                           else DEFAULT_TIMER_MAX_DELAY_SEC)
 
@@ -403,9 +403,8 @@ class SendMessageProcessor:
         self, cmd: RemotingCommand, result: Any, status: Any, queue_id: int,
         ext: dict[str, str], topic: str, count: int, size: int,
     ) -> RemotingCommand:
-        util = getattr(self.ctx.store, "disk_util", None)  # diskUtil() of the 14 remark
-        code, remark, ok = put_status_response(status, self.max_message_size, util and (
-            util() if status_name(status) == "SERVICE_NOT_AVAILABLE" else None))
+        code, remark, ok = put_status_response(status, self.max_message_size,
+                                               self.ctx.store.disk_util)
         if not ok:
             log.warning("send to %s failed: %s", topic, status_name(status))
             return cmd.response(code, remark, ext)
