@@ -186,6 +186,17 @@ class ConfigManager:
                 self.skip_entry(what, key, exc)
         return out
 
+    def decode_named_table(self, table: Any, what: str,
+                           build: Callable[[Any, str], Any]) -> dict[str, Any]:
+        """:meth:`decode_table` for a table keyed by topic or group name: ``build(value,
+        name)`` makes each entry, and a blank name is a bad entry like any other."""
+        def parse(name: str, value: Any) -> Any:
+            if is_blank(name):
+                raise ValueError(f"blank {what} name")
+            return build(value, name)
+
+        return self.decode_table(table, what, parse)
+
     def assign_data_version(self, version: DataVersion, doc: Any) -> None:
         """Take the file's ``dataVersion``; a malformed one is ignored with a warning (the
         counter only tells the name server that something changed)."""

@@ -118,13 +118,9 @@ class SubscriptionGroupManager(ConfigManager):
         """Merge the file's groups over the built-in ones and take its data version; a group
         without a name (RocketMQ 4.9.8 itself persists ``""``, see
         :meth:`find_subscription_group_config`) or with a malformed field is skipped."""
-        def parse(name: str, cfg: Any) -> SubscriptionGroupConfig:
-            if is_blank(name):
-                raise ValueError("blank group name")
-            return SubscriptionGroupConfig.from_json(cfg, name)
-
-        self.subscription_group_table.update(
-            self.decode_table(doc.get("subscriptionGroupTable"), "subscription group", parse))
+        self.subscription_group_table.update(self.decode_named_table(
+            doc.get("subscriptionGroupTable"), "subscription group",
+            SubscriptionGroupConfig.from_json))
         self.assign_data_version(self.data_version, doc.get("dataVersion"))
 
     def find_subscription_group_config(self, group: str | None) -> SubscriptionGroupConfig | None:

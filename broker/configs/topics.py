@@ -188,13 +188,8 @@ class TopicConfigManager(ConfigManager):
     def decode(self, doc: Any) -> None:
         """Merge the file's topics over the built-in ones and take its data version; a topic
         without a name or with a malformed field is skipped."""
-        def parse(name: str, tc: Any) -> TopicConfig:
-            if is_blank(name):
-                raise ValueError("blank topic name")
-            return TopicConfig.from_json(tc, name)
-
         self.topic_config_table.update(
-            self.decode_table(doc.get("topicConfigTable"), "topic", parse))
+            self.decode_named_table(doc.get("topicConfigTable"), "topic", TopicConfig.from_json))
         self.assign_data_version(self.data_version, doc.get("dataVersion"))
 
     def build_topic_config_serialize_wrapper(self) -> dict[str, Any]:
