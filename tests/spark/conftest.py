@@ -35,10 +35,8 @@ from rocketmq_emu.broker.message import (
 )
 
 sys.path.insert(0, os.path.dirname(__file__))
-from storegen import BrokerStore  # noqa: E402
+from storegen import T0, BrokerStore, S  # noqa: E402
 
-T0 = 1_699_999_200_000  # 2023-11-14T22:00:00Z
-S = T0 + 2 * 3_600_000  # schedule/timer/retry block starts two hours later
 STORE_HOST = ("192.168.0.10", 10911)
 FILE_SIZE = 2048
 

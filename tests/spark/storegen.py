@@ -13,6 +13,11 @@ from twisted.internet.task import Clock
 from rocketmq_emu.broker.commitlog.record import MessageRecord
 from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig, PutMessageStatus
 
+#: The fixture store's times (test modules import them from here: ``conftest`` is not one
+#: module name in a suite with a conftest.py per folder).
+T0 = 1_699_999_200_000  # 2023-11-14T22:00:00Z
+S = T0 + 2 * 3_600_000  # schedule/timer/retry block starts two hours later
+
 
 class BrokerStore:
     """A :class:`MessageStore` in ``root`` plus the records put into it, as stored."""

@@ -87,7 +87,7 @@ def test_derived_columns_for_special_messages(spark, store):
     assert half.transactionType == "TRANSACTION_PREPARED_TYPE"
     assert got[("SCHEDULE_TOPIC_XXXX", 0, "D1")].delayLevel == 2
     assert got[("SCHEDULE_TOPIC_XXXX", 2, "RR")].delayLevel == 4
-    from conftest import S
+    from storegen import S
 
     assert _local(got[("rmq_sys_wheel_timer", 0, "M2")].timerDeliverTime) == _ts(S + 60_000)
     assert got[("SCHEDULE_TOPIC_XXXX", 1, "QQ")].retryGroup == "G2"
