@@ -1,15 +1,11 @@
 """Append throughput of the store against the floor of a bare mmap copy.
 
     .venv/bin/python bench/store_append.py [-n 100000] [--batch 1,64] [--props-str] [--profile]
-                                           [--python]
 
 Store: N messages of ``--body`` bytes through ``MessageStore.put_message`` under ASYNC_FLUSH
 (commitlog append + consume-queue dispatch; index entries are built after the loop and timed
-separately, as RocketMQ's reput thread builds them off the put path). ``put_message`` is the C
-put path (``rocketmq_emu.broker._native._store``) when the extension is built, the pure-Python one when it
-is not, under ``RMQ_EMU_NO_NATIVE=1`` or with ``--python``; the output names the one that ran.
-``put_messages`` (``--batch`` k > 1) is Python either way. The index catch-up uses the C
-gather / entry writer under the same conditions (``--python``: the Python index path too).
+separately, as RocketMQ's reput thread builds them off the put path); ``put_messages`` with
+``--batch`` k > 1.
 Floor: the same records pre-encoded (``encode_record``, made before any timing), copied with
 slice assignment into a prewarmed mmap of the same size. Both files are preallocated and pre-touched before timing.
 ``--repeat k`` (default 3) does the whole measurement k times and reports each side's best
@@ -38,9 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from twisted.internet.task import Clock  # noqa: E402
 
-from rocketmq_emu.broker.commitlog.native_put import native_put_active  # noqa: E402
 from rocketmq_emu.broker.commitlog.record import MessageRecord, encode_record  # noqa: E402
-from rocketmq_emu.broker.index import index_file  # noqa: E402
 from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig, PutMessageStatus  # noqa: E402
 
 #: CPU time of this thread (user + system, page faults included): the machine is shared, and
@@ -96,10 +90,9 @@ class Floor:
 
 
 def run(root: str, records: list[MessageRecord], rounds: int, batch: int, profile: bool,
-        python: bool = False, reactor_clock: bool = False):
+        reactor_clock: bool = False):
     """Alternate store rounds and floor rounds over the same bytes (the machine is shared:
     interleaving exposes both to the same load), then build the queued index entries.
-    ``python``: the pure-Python put_message even when the C path is built;
     ``reactor_clock``: the store's clock is the reactor, as in the broker.
     Returns (store s, index s, floor s, record size, put path name)."""
     if reactor_clock:
@@ -115,10 +108,7 @@ def run(root: str, records: list[MessageRecord], rounds: int, batch: int, profil
                              mapped_file_size_commitlog=size,
                              max_hash_slot_num=500_000, max_index_num=2_000_000)
     store = MessageStore(cfg, clock)
-    if python:
-        vars(store).pop("put_message", None)  # the class's pure-Python method
-        index_file.NATIVE = None  # and the Python index writer
-    path = "native C" if native_put_active(store) else "pure Python"
+    path = "pure Python"
     assert store.load()
     store.start()  # creates and preallocates the first commitlog file
     # Pre-touch all of it, as the floor's file: without a reactor the store's warm-ahead timer
@@ -184,9 +174,6 @@ def main(argv: list[str] | None = None) -> int:
                     help="the store's clock: twisted's task.Clock (default; its seconds() is "
                          "a Python method) or the reactor, as the broker passes it (seconds() "
                          "is time.time)")
-    ap.add_argument("--python", action="store_true",
-                    help="the pure-Python put_message and index path even when the C "
-                         "extension is built")
     ap.add_argument("--repeat", type=int, default=3,
                     help="whole store-then-floor runs per mode, each on fresh files and "
                          "records; the best time of each side is reported (default 3). This "
@@ -206,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
                 gc.collect()
                 gc.freeze()
                 t_store, t_index, t_floor, rec_size, path = run(
-                    root, records, args.rounds, batch, args.profile, args.python,
+                    root, records, args.rounds, batch, args.profile,
                     args.clock == "reactor")
             finally:
                 gc.unfreeze()

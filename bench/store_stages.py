@@ -8,9 +8,7 @@ thread's CPU time; the best of ``--rounds`` rounds is printed per stage, with it
 the floor (a bare slice copy of the pre-encoded record). The "lean minimal put" is the least a
 put can do in CPython (body CRC, properties to bytes, the whole record in one ``pack_into``, a
 queue offset from a dict, one consume-queue unit), without the store's checks, result objects
-or dispatch: it tells how far a Python put can get from the floor at best. ``put_message`` is
-timed on both paths: the pure-Python method and the instance's (the C put path when
-``rocketmq_emu.broker._native._store`` is built).
+or dispatch: it tells how far a Python put can get from the floor at best.
 """
 
 from __future__ import annotations
@@ -31,7 +29,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from store_append import make_records  # noqa: E402
 from twisted.internet.task import Clock  # noqa: E402
 
-from rocketmq_emu.broker import _native  # noqa: E402
 from rocketmq_emu.broker.commitlog.bodycrc import crc32  # noqa: E402
 from rocketmq_emu.broker.commitlog.record import MESSAGE_MAGIC_CODE, encode_record  # noqa: E402
 from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig  # noqa: E402
@@ -122,10 +119,6 @@ def stages(records, encoded):
         for r in records:
             f(r)
 
-    def put_py(s, mm):
-        vars(s).pop("put_message", None)  # the class's pure-Python method
-        put(s, mm)
-
     def put_index(s, mm):
         put(s, mm)
         s._drain_index()
@@ -136,8 +129,7 @@ def stages(records, encoded):
             ("one pack_into of the whole record", pack),
             ("lean minimal put (the above + qoffset + CQ unit)", lean),
             ("CommitLog.append", append),
-            ("MessageStore.put_message, pure Python", put_py),
-            (f"MessageStore.put_message, {'native C' if _native.store else 'pure Python'}", put),
+            ("MessageStore.put_message", put),
             ("put_message + index drain", put_index)]
 
 

@@ -168,12 +168,6 @@ class BrokerController:
             self.dispatcher.register(code, handler)
             if code not in _NOT_ON_VIP:
                 self.vip_dispatcher.register(code, handler)
-        fused_handlers = getattr(processor, "fused_handlers", None)
-        if fused_handlers is not None:
-            for code, (fused, handler) in fused_handlers().items():
-                self.dispatcher.register_fused(code, fused, handler)
-                if code not in _NOT_ON_VIP:
-                    self.vip_dispatcher.register_fused(code, fused, handler)
 
     # --- construction helpers ------------------------------------------------------------------
     def _configure_managers(self) -> None:

@@ -31,7 +31,6 @@ from rocketmq_emu.broker.commitlog.commitlog import CommitLog
 from rocketmq_emu.broker.commitlog.disk_sync import DiskSyncer, plans_fds, sync_fds, sync_paths
 from rocketmq_emu.broker.commitlog.flush import FlushService
 from rocketmq_emu.broker.commitlog.mapped_file import MappedFileError
-from rocketmq_emu.broker.commitlog.native_put import bind_native_put
 from rocketmq_emu.broker.commitlog.record import MessageRecord
 from rocketmq_emu.broker.commitlog.recovery import RecoveryError, recover
 from rocketmq_emu.broker.commitlog.results import (
@@ -157,10 +156,6 @@ class MessageStore(StoreReader, StoreDispatch, StoreRetention):
         self.loaded = False
         self.running = False
         self.shutdown_done = False
-        if type(self).put_message is MessageStore.put_message:  # a subclass's override wins
-            bind_native_put(self, self.put_message)
-        #: The C put path bound above (None without it): unbound while writes are refused.
-        self._native_put = self.__dict__.get("put_message")
 
     # --- lifecycle ----------------------------------------------------------------------------
     def load(self) -> bool:
@@ -329,8 +324,7 @@ class MessageStore(StoreReader, StoreDispatch, StoreRetention):
 
     # --- put ----------------------------------------------------------------------------------
     def put_message(self, record: MessageRecord) -> PutMessageResult:
-        """Append one record and dispatch it; see :class:`PutMessageResult`. (With the C
-        extension, the instance's ``put_message`` is the C path, falling back to this.)"""
+        """Append one record and dispatch it; see :class:`PutMessageResult`."""
         if not (self.running and (self.writeable and self._dispatch_behind is None
                                   or self._may_write())):
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)

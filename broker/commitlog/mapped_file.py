@@ -26,7 +26,7 @@ import logging
 import mmap
 import os
 
-from rocketmq_emu.broker import _native
+from rocketmq_emu.broker.commitlog.madvise import populate_write
 
 log = logging.getLogger(__name__)
 
@@ -250,15 +250,11 @@ class MappedFile:
 
     def populate(self, start: int, end: int) -> None:
         """Fault ``[start, end)`` in writable without changing a byte: safe from another thread
-        while the writer appends (the warm thread; see :mod:`rocketmq_emu.broker.commitlog.warm`). With the
-        C accelerator the GIL is released meanwhile. No per-page fallback: an old kernel's
-        OSError goes to the caller (writing a byte back could race the writer)."""
-        native = _native.store
-        if native is not None:
-            native.populate_write(self.mm, start, end - start)
-        else:
-            start -= start % OS_PAGE_SIZE
-            self.mm.madvise(_MADV_POPULATE_WRITE, start, end - start)
+        while the writer appends (the warm thread; see :mod:`rocketmq_emu.broker.commitlog.warm`),
+        and the GIL is released meanwhile (:mod:`rocketmq_emu.broker.commitlog.madvise`). No
+        per-page fallback: an old kernel's OSError goes to the caller (writing a byte back could
+        race the writer)."""
+        populate_write(self.mm, start, end - start)
 
     def zero_from(self, pos: int, limit: int | None = None) -> int:
         """Zero ``[pos, limit)`` (default: to the end of the file; a torn tail); returns the

@@ -118,7 +118,7 @@ def judge_space(ratios: Sequence[float], max_ratio: float, warning_ratio: float,
 class StoreRetention:
     """Expects ``config``, ``clock``, ``commitlog``, ``consume_queues``, ``index``,
     ``corrupt_offsets``, ``disk_usage``, ``disk_full``, ``index_error``, ``writeable``,
-    ``_native_put``, ``_last_physical_min_offset``, ``_cq_cache``, ``_drain_index`` and
+    ``_last_physical_min_offset``, ``_cq_cache``, ``_drain_index`` and
     ``delete_topic`` (see :class:`rocketmq_emu.broker.store.MessageStore`)."""
 
     def clean_files_periodically(self) -> int:
@@ -214,21 +214,8 @@ class StoreRetention:
         return f"CL: {cl:5.2f} CQ: {cq:5.2f} INDEX: {index:5.2f}"
 
     def _writes_changed(self) -> None:
-        """Recompute ``writeable`` after a ``RunningFlags`` bit changed. The C put path does
-        not look at the flags, so while writes are refused ``put_message`` is the Python one
-        (which does)."""
+        """Recompute ``writeable`` after a ``RunningFlags`` bit changed."""
         self.writeable = not (self.disk_full or self.index_error)
-        native = self._native_put
-        if native is None:
-            return
-        if not self.writeable:
-            if self.__dict__.get("put_message") is native:
-                del self.put_message
-                self._native_put_unbound = True
-        elif self.__dict__.pop("_native_put_unbound", False):
-            # Only what this method unbound comes back: a caller that removed the C path on
-            # purpose (a test forcing the Python path) keeps it removed.
-            self.put_message = native
 
     def _delete_commitlog_files(self, now: float, at_once: bool) -> int:
         """``CommitLog.deleteExpiredFile``: head files not modified for ``fileReservedTime``

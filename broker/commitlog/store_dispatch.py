@@ -161,22 +161,7 @@ class StoreDispatch:
 
     @staticmethod
     def _write_index(index, pending: list) -> None:
-        native = index_file.NATIVE
-        if native is None:
-            index.build_index_batch(_index_items(pending))
-            return
-        # The C gather takes runs of records and batches with one KEYS token and str
-        # properties; an item it stops at takes the Python batch path. Same entries, in the
-        # same order, as one build_index_batch.
-        i, n = 0, len(pending)
-        while i < n:
-            hashes, phys, stamps, _, i, _ = native.index_gather(
-                pending, i, index.indexed_up_to(), MessageRecord, PROPERTY_KEYS,
-                PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-            index.put_entries(hashes, phys, stamps)
-            if i < n:
-                index.build_index_batch(_index_items(pending[i : i + 1]))
-                i += 1
+        index.build_index_batch(_index_items(pending))
 
     def add_arrival_listener(self, fn, topics: Container[str] | None = None) -> None:
         """``fn(topic, queue_id, queue_offset, tags_code, record)`` after each record reaches

@@ -6,7 +6,7 @@ of it under a pipelined SEND_MESSAGE_V2 load (``bench/send_pull.py``, perf). Thi
 touching in a thread of its own, as RocketMQ prepares mapped files in
 ``AllocateMappedFileService``'s thread (``MappedFile.warmMappedFile`` when
 ``warmMapedFileEnable``). ``madvise(MADV_POPULATE_WRITE)`` changes no byte, so the writer may
-append into the range meanwhile; with the C accelerator the call releases the GIL. If the
+append into the range meanwhile; the call releases the GIL (``commitlog/madvise.py``). If the
 thread's touching fails (a kernel before Linux 5.14), warming goes back to the reactor thread,
 whose per-page fallback is safe there.
 """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -50,8 +51,10 @@ PERM_WRITE = 0x2
 PERM_INHERIT = 0x1
 
 
+@functools.lru_cache(maxsize=4096)
 def validate_topic(topic: str | None) -> str | None:
-    """``TopicValidator.validateTopic``: the remark of a SYSTEM_ERROR, or None if valid."""
+    """``TopicValidator.validateTopic``: the remark of a SYSTEM_ERROR, or None if valid
+    (cached: every send asks, and topic names are few)."""
     if topic is None or not topic.strip():
         return "The specified topic is blank."
     if _VALID_TOPIC.fullmatch(topic) is None:

@@ -52,10 +52,9 @@ class ReplyMessageProcessor(SendMessageProcessor):
         ctx = self.ctx
         header = SendMessageRequestHeader.from_request(cmd.code, cmd.ext_fields)
         ext = {"MSG_REGION": self.region_id, "TRACE_ON": self.trace_on}
-        error = self._msg_check(cmd, conn, header, ext)
-        if error is not None:
-            return error
-        tc = ctx.topic_config.select_topic_config(header.topic)
+        tc = self._msg_check(cmd, conn, header, ext)
+        if type(tc) is RemotingCommand:
+            return tc
         queue_id = self._queue_id(header, tc)
         props = string_to_properties(header.properties or "")
         record = MessageRecord(

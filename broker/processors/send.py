@@ -45,12 +45,6 @@ from rocketmq_emu.broker.processors.common import (
     validate_topic,
 )
 from rocketmq_emu.broker.processors.context import BrokerContext
-from rocketmq_emu.broker.processors.send_plain import (
-    MULTI_TAG,
-    MULTI_TAGS_FLAG,
-    SCHEDULE_KEYS,
-    plain_v2_record,
-)
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.broker.remoting.headers import (
@@ -77,13 +71,11 @@ _BOOL_FIELDS = {
     RequestCode.SEND_BATCH_MESSAGE: (("m", "batch"), ("k", "unitMode")),
 }
 
-
-#: SEND_MESSAGE_V2 as a plain int, compared with ``cmd.code`` on every request.
-_V2 = int(RequestCode.SEND_MESSAGE_V2)
-#: Returned by ``_send_v2_plain`` for a request the general path must handle.
-_GENERAL = object()
-#: Topic names remembered as valid (the set is dropped, not grown, beyond this).
-_VALID_TOPICS_MAX = 4096
+MULTI_TAG = "MULTI_TAG"
+#: ``MessageSysFlag.MULTI_TAGS_FLAG``, set for topics whose filter type is MULTI_TAG.
+MULTI_TAGS_FLAG = 0x2
+#: Properties that send a message through the schedule services instead.
+SCHEDULE_KEYS = frozenset({"DELAY", "TIMER_DELAY_SEC", "TIMER_DELAY_MS", "TIMER_DELIVER_MS"})
 
 
 def client_key(conn: Any) -> str:
@@ -110,7 +102,6 @@ class SendMessageProcessor:
         self.trace_on = "true" if ctx.setting("trace_on", True) else "false"
         self._prefix_host: tuple[str, int] | None = None
         self._prefix = ""
-        self._valid_topics: set[str] = set()
 
     def handlers(self) -> dict[int, Any]:
         """Request code → handler, for ``RequestDispatcher.register``."""
@@ -121,55 +112,19 @@ class SendMessageProcessor:
             RequestCode.CONSUMER_SEND_MSG_BACK: self.process_send_back,
         }
 
-    def fused_handlers(self) -> dict[int, tuple[Any, Any]]:
-        """Request code → (fused handler, the handler it stands in for), for
-        ``RequestDispatcher.register_fused``: the everyday 310 from frame to response bytes."""
-        from rocketmq_emu.broker.processors.send_fast import FusedSendV2
-
-        if self.handlers().get(RequestCode.SEND_MESSAGE_V2) != self.process_send:
-            return {}  # a subclass serving other codes (ReplyMessageProcessor)
-        return {RequestCode.SEND_MESSAGE_V2: (FusedSendV2(self), self.process_send)}
-
     # --- send ------------------------------------------------------------------------------
     def process_send(self, cmd: RemotingCommand, conn: Any) -> Any:
-        """10 / 310 / 320: store the message(s); the response waits for the flush policy."""
-        if cmd.code == _V2:
-            answer = self._send_v2_plain(cmd, conn)
-            if answer is not _GENERAL:
-                return answer
+        """10 / 310 / 320 (``SendMessageProcessor.asyncProcessRequest``): parse the header,
+        check it (``msgCheck``), store the message(s), answer once the flush policy is met."""
         header = SendMessageRequestHeader.from_request(cmd.code, cmd.ext_fields)
         self._warn_misread_booleans(cmd, conn)
         ext = {"MSG_REGION": self.region_id, "TRACE_ON": self.trace_on}
-        error = self._msg_check(cmd, conn, header, ext)
-        if error is not None:
-            return error
+        tc = self._msg_check(cmd, conn, header, ext)
+        if type(tc) is RemotingCommand:
+            return tc
         if header.batch:
-            return self._send_batch(cmd, conn, header, ext)
-        return self._send_single(cmd, conn, header, ext)
-
-    def _send_v2_plain(self, cmd: RemotingCommand, conn: Any) -> Any:
-        """SEND_MESSAGE_V2 in its everyday form, with the same outcome as the general path
-        (header parse, ``_msg_check``, ``_send_single``) but without its per-field machinery:
-        every required letter present, numbers plain decimal, no batch/unitMode flag, an
-        existing writable non-retry topic, no transaction or schedule property. Anything else
-        returns ``_GENERAL`` before any side effect, and the general path handles it."""
-        plain = plain_v2_record(self, cmd.ext_fields.get, cmd.body, conn.peer)
-        if plain is None:
-            return _GENERAL
-        record, queue_id, _ = plain
-        ctx = self.ctx
-        result = ctx.store.put_message(record)
-        ext_out = {"MSG_REGION": self.region_id, "TRACE_ON": self.trace_on}
-        return self._respond(cmd, result, queue_id, ext_out, record.topic, 1, len(record.body))
-
-    def _remember_valid(self, topic: str) -> bool:
-        """``validate_topic`` passed (remembered: topic names are few)."""
-        if validate_topic(topic) is not None:
-            return False
-        if len(self._valid_topics) >= _VALID_TOPICS_MAX:
-            self._valid_topics.clear()
-        self._valid_topics.add(topic)
-        return True
+            return self._send_batch(cmd, conn, header, tc, ext)
+        return self._send_single(cmd, conn, header, tc, ext)
 
     def _warn_misread_booleans(self, cmd: RemotingCommand, conn: Any) -> None:
         ext = cmd.ext_fields
@@ -192,8 +147,9 @@ class SendMessageProcessor:
     def _msg_check(
         self, cmd: RemotingCommand, conn: Any, header: SendMessageRequestHeader,
         ext: dict[str, str],
-    ) -> RemotingCommand | None:
-        """``AbstractSendMessageProcessor.msgCheck``: an error response, or None to go on."""
+    ) -> Any:
+        """``AbstractSendMessageProcessor.msgCheck``: the topic's config (created from the
+        default topic if allowed) to go on, or the error response."""
         ctx = self.ctx
         topic = header.topic
         if not ctx.setting("broker_permission", 6) & PERM_WRITE and \
@@ -234,7 +190,7 @@ class SendMessageProcessor:
             # The store refuses it too (CommitLog: MESSAGE_SIZE_EXCEEDED); answer early.
             code, remark, _ = put_status_response("MESSAGE_ILLEGAL", self.max_message_size)
             return cmd.response(code, remark, ext)
-        return None
+        return tc
 
     def _queue_id(self, header: SendMessageRequestHeader, tc: Any) -> int:
         qid = header.queue_id
@@ -249,11 +205,12 @@ class SendMessageProcessor:
         return sys_flag
 
     def _send_single(
-        self, cmd: RemotingCommand, conn: Any, header: SendMessageRequestHeader,
+        self, cmd: RemotingCommand, conn: Any, header: SendMessageRequestHeader, tc: Any,
         ext: dict[str, str],
     ) -> Any:
+        """``asyncSendMessage``: one record, with retry/DLQ, transaction and schedule
+        rewrites."""
         ctx = self.ctx
-        tc = ctx.topic_config.select_topic_config(header.topic)
         queue_id = self._queue_id(header, tc)
         topic = header.topic
         record_queue = queue_id
@@ -324,12 +281,11 @@ class SendMessageProcessor:
                           else DEFAULT_TIMER_MAX_DELAY_SEC)
 
     def _send_batch(
-        self, cmd: RemotingCommand, conn: Any, header: SendMessageRequestHeader,
+        self, cmd: RemotingCommand, conn: Any, header: SendMessageRequestHeader, tc: Any,
         ext: dict[str, str],
     ) -> Any:
         """``asyncSendBatchMessage``: one record per block, consecutive queue offsets."""
         ctx = self.ctx
-        tc = ctx.topic_config.select_topic_config(header.topic)
         queue_id = self._queue_id(header, tc)
         topic = header.topic
         if len(topic) > 127:

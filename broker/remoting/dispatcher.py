@@ -88,8 +88,6 @@ class RequestDispatcher:
         self._default: Handler | None = None
         self._interceptors: list[Interceptor] = []
         self._observers: list[Callable[[RequestEvent], None]] = []
-        #: code -> (fused handler, the handler it stands in for); see :meth:`register_fused`.
-        self._fused: dict[int, tuple[Callable[..., Any], Handler]] = {}
 
     @property
     def clock(self) -> IReactorTime:
@@ -108,36 +106,6 @@ class RequestDispatcher:
     def handler_for(self, code: int) -> Handler | None:
         """The handler registered for ``code`` (or the default handler)."""
         return self._handlers.get(code, self._default)
-
-    def register_fused(self, code: int, fused: Callable[..., Any], handler: Handler) -> None:
-        """Let the protocol hand requests with ``code`` straight to ``fused(header_obj, buf,
-        body_start, body_end, conn) -> bytes | None`` (the body is ``buf[body_start:body_end]``;
-        returns the whole response frame, or None: not handled, take the ordinary path, with
-        nothing done yet). Used only while ``handler`` is still the
-        registered handler and no interceptor or observer is installed, so fault injection
-        and request recording keep seeing every request."""
-        self._fused[int(code)] = (fused, handler)
-
-    def fused_handler(self, code: Any) -> Callable[..., Any] | None:
-        """The fused handler for ``code`` if it may be used now (see :meth:`register_fused`)."""
-        if self._observers or self._interceptors:
-            return None
-        entry = self._fused.get(code)
-        if entry is None or self._handlers.get(code) != entry[1]:
-            return None
-        return entry[0]
-
-    def native_fused(self) -> Any | None:
-        """The C fast path of a fused handler that may be used now (the ``native`` attribute
-        of :class:`~broker.processors.send_fast.FusedSendV2`: ``run(src, pos, size,
-        max_length, out, conn)``), under :meth:`fused_handler`'s conditions; else None."""
-        if self._observers or self._interceptors:
-            return None
-        for code, (fused, handler) in self._fused.items():
-            native = getattr(fused, "native", None)
-            if native is not None and self._handlers.get(code) == handler:
-                return native
-        return None
 
     def add_interceptor(self, fn: Interceptor) -> None:
         """Run ``fn(cmd, conn)`` before the handler (fault injection, recording)."""
@@ -241,8 +209,7 @@ class RequestDispatcher:
 
     def handler_failed(self, cmd: RemotingCommand, conn: Any, exc: Exception) -> RemotingCommand:
         """The answer to ``cmd`` when its handler raised ``exc``: SYSTEM_ERROR naming the
-        exception, with the traceback logged. Also used by the protocol's fused handlers, so both
-        paths answer a failure alike."""
+        exception, with the traceback logged."""
         log.exception(
             "handler for code %d from %s failed", cmd.code, getattr(conn, "peer_addr", "?")
         )

@@ -17,7 +17,6 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 from twisted.internet import defer
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.protocol import Factory, Protocol
@@ -33,7 +32,6 @@ from rocketmq_emu.broker.remoting.command import (
     RemotingCommand,
     RemotingCommandError,
     decode_frame,
-    decode_json_obj,
     next_opaque,
 )
 
@@ -55,7 +53,6 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_LENGTH = 16 * 1024 * 1024
 
 _LEN = struct.Struct(">i")
-_loads = orjson.loads
 
 
 class RemotingTimeoutError(Exception):
@@ -171,6 +168,8 @@ class RemotingProtocol(Protocol):
             d.callback(self)
 
     def dataReceived(self, data: bytes) -> None:
+        """Cut the whole frames out of what arrived, decode and handle each in order, and write
+        the replies produced meanwhile in one write (NettyDecoder, then the processors)."""
         buf = self._buf
         # Common case: nothing buffered, so cut frames straight out of ``data`` (one copy each).
         src: bytes | bytearray
@@ -184,26 +183,8 @@ class RemotingProtocol(Protocol):
         out: list[bytes] = []
         self._out = out
         bad: str | None = None
-        # Fused handlers (e.g. the everyday SEND_MESSAGE_V2) turn a JSON frame into its
-        # response frame directly; the dispatcher says per frame whether one may run.
-        dispatcher = self.dispatcher
-        fused = dispatcher.fused_handler if getattr(dispatcher, "_fused", None) else None
-        # Their C form (broker/_native/send.c) takes the whole read and answers every frame it
-        # fully understands, stopping before the first one it does not: that frame takes the
-        # Python path below, unchanged, then C goes on (if the handler that ran allows it).
-        native_fused = getattr(dispatcher, "native_fused", None) if fused is not None else None
-        native = native_fused() if native_fused is not None else None
         try:
             while size - pos >= 4:
-                if native is not None:
-                    pos = native.run(src, pos, size, self.max_length, out, self)
-                    failure = native.take_failure()
-                    if failure is not None:
-                        out.append(self._native_failed(*failure))
-                    if self.closed or size - pos < 4:
-                        break
-                    if failure is not None:
-                        continue
                 (length,) = _LEN.unpack_from(src, pos)
                 if length < 4 or length + 4 > self.max_length:
                     bad = f"frame length {length} outside [4, {self.max_length - 4}]"
@@ -211,46 +192,18 @@ class RemotingProtocol(Protocol):
                 end = pos + 4 + length
                 if end > size:
                     break
-                start = pos + 4
-                pos = end
                 try:
-                    cmd = None
-                    # The fused branch slices header and body out of ``src`` (no frame copy).
-                    if fused is not None and src[start] == SERIALIZE_JSON:
-                        hend = start + 4 + (_LEN.unpack_from(src, start)[0] & 0xFFFFFF)
-                        obj = None
-                        if hend <= end:
-                            try:
-                                obj = _loads(src[start + 4 : hend])
-                            except ValueError:  # orjson.JSONDecodeError: decode_frame retries
-                                pass
-                        if type(obj) is dict:
-                            code = obj.get("code")
-                            fn = fused(code) if type(code) is int else None
-                            if fn is not None:
-                                try:
-                                    frame = fn(obj, src, hend, end, self)
-                                except Exception as exc:
-                                    frame = self._fused_failed(obj, bytes(src[hend:end]), exc)
-                                if frame is not None:
-                                    out.append(frame)
-                                    if self.closed:
-                                        break
-                                    continue
-                            cmd = decode_json_obj(obj, bytes(src[hend:end]))
-                    if cmd is None:
-                        cmd = decode_frame(src[start:end])
+                    cmd = decode_frame(src[pos + 4 : end])
                 except RemotingCommandError as exc:
                     bad = str(exc)
                     break
+                pos = end
                 try:
                     self._handle(cmd)
                 except Exception:
                     log.exception("%s: failed to process code %d", self.peer_addr, cmd.code)
                 if self.closed:
                     break
-                if native is not None:  # the handler may have installed an interceptor
-                    native = native_fused()
         finally:
             self._out = None
             if bad is not None:
@@ -266,25 +219,6 @@ class RemotingProtocol(Protocol):
             self.transport.loseConnection()
 
     # --- incoming ------------------------------------------------------------------------------
-    def _fused_failed(self, obj: dict, body: bytes, exc: Exception) -> bytes:
-        """A fused handler raised: answer as the dispatcher answers a handler that raised."""
-        cmd = decode_json_obj(obj, body)
-        self.language = cmd.language
-        self.version = cmd.version
-        client_id = cmd.ext_fields.get("clientID")
-        if client_id:
-            self.client_id = client_id
-        self._reply(self.dispatcher.handler_failed(cmd, self, exc), cmd)
-        return b""
-
-    def _native_failed(self, exc: Exception, header: bytes, body: bytes) -> bytes:
-        """The C fused path raised (in put_message, a topic lookup...): answer as
-        :meth:`_fused_failed` answers for the Python fused path."""
-        try:
-            raise exc
-        except Exception as raised:
-            return self._fused_failed(_loads(header), body, raised)
-
     def _handle(self, cmd: RemotingCommand) -> None:
         if cmd.flag & FLAG_RESPONSE:
             entry = self._pending.pop(cmd.opaque, None)

@@ -14,7 +14,6 @@ import pytest
 from processor_support import FakeConn, make_context, send_v2
 from twisted.internet.task import Clock
 
-from rocketmq_emu.broker.commitlog.native_put import native_put_active
 from rocketmq_emu.broker.commitlog.record import MessageRecord
 from rocketmq_emu.broker.commitlog.retention import (
     disk_used_ratio,
@@ -192,7 +191,6 @@ def test_puts_are_refused_above_the_warning_ratio_until_usage_falls(tmp_path):
     clock = clock_at(local(8, 10))
     disk = FakeDisk(0.95)
     s = make_store(tmp_path, clock, disk)
-    native = native_put_active(s)
     clock.advance(59)
     assert fill(s, 1)[0].status is OK  # the first check runs 60 s after start
     clock.advance(1)
@@ -204,24 +202,6 @@ def test_puts_are_refused_above_the_warning_ratio_until_usage_falls(tmp_path):
     clock.advance(10)
     assert [r.status for r in fill(s, 2, start=4)] == [OK, OK]
     assert s.get_max_offset_in_queue("T", 0) == 3
-    assert native_put_active(s) == native  # the C put path is back
-    s.shutdown()
-
-
-def test_a_put_path_removed_on_purpose_stays_removed(tmp_path):
-    """After a full-disk episode only the C put path the guard unbound comes back."""
-    clock = clock_at(local(8, 10))
-    disk = FakeDisk(0.95)
-    s = make_store(tmp_path, clock, disk)
-    if not native_put_active(s):
-        s.shutdown()
-        pytest.skip("the C put path is not built")
-    s.__dict__.pop("put_message")  # the caller chose the Python path
-    clock.advance(60)
-    disk.ratio = 0.5
-    clock.advance(10)
-    assert fill(s, 1)[0].status is OK
-    assert not native_put_active(s)
     s.shutdown()
 
 
