@@ -10,11 +10,14 @@ import functools
 import ipaddress
 import itertools
 import os
-import struct
 import sys
 import time
 from array import array
 from operator import mul
+
+import construct as cs
+
+from rocketmq_emu.broker.layout import Layout
 
 # --- property names (org.apache.rocketmq.common.message.MessageConst) -----------------------
 PROPERTY_KEYS = "KEYS"
@@ -142,8 +145,8 @@ def java_string_hash_reference(text: str) -> int:
     :func:`java_string_hash` is tested against."""
     h = 0
     data = text.encode("utf-16-be")
-    for (unit,) in struct.iter_unpack(">H", data):
-        h = (31 * h + unit) & 0xFFFFFFFF
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
     return h - 0x100000000 if h & 0x80000000 else h
 
 
@@ -168,16 +171,31 @@ def tags_code(tags: str | None) -> int:
 
 
 # --- hosts ------------------------------------------------------------------------------------
+#: A host block as RocketMQ stores it (``MessageExt.socketAddress2ByteBuffer``): the 4 or 16
+#: address bytes, then the port as int32. ``ipv6`` picks the shape.
+HOST = cs.Struct(
+    "address" / cs.IfThenElse(cs.this.ipv6, cs.Bytes(16), cs.Bytes(4)),
+    "port" / cs.Int32sb,
+)
+HOST_V4_LAYOUT = Layout(HOST, ipv6=False)
+HOST_V6_LAYOUT = Layout(HOST, ipv6=True)
+#: Bytes of an IPv4 / IPv6 host block (8 / 20): the record's bornHost / storeHostAddress width.
+HOST_V4_SIZE = HOST_V4_LAYOUT.min_size
+HOST_V6_SIZE = HOST_V6_LAYOUT.min_size
+_PORT = HOST_V4_LAYOUT.struct("port")
+
+
 def pack_host(host: str, port: int) -> bytes:
     """Pack an address as RocketMQ stores it: 4 or 16 address bytes then an int32 port."""
-    return ipaddress.ip_address(host).packed + struct.pack(">i", port)
+    return ipaddress.ip_address(host).packed + _PORT.pack(port)
 
 
 @functools.lru_cache(maxsize=4096)  # decoders see few distinct hosts; ipaddress is slow
 def unpack_host(data: bytes) -> tuple[str, int]:
     """Inverse of :func:`pack_host` for an 8- or 20-byte block."""
-    (port,) = struct.unpack_from(">i", data, len(data) - 4)
-    return str(ipaddress.ip_address(bytes(data[:-4]))), port
+    at = len(data) - _PORT.size
+    (port,) = _PORT.unpack_from(data, at)
+    return str(ipaddress.ip_address(bytes(data[:at]))), port
 
 
 def is_ipv6(host: str) -> bool:
@@ -192,22 +210,47 @@ def split_addr(addr: str) -> tuple[str, int]:
 
 
 # --- offset message id (MessageDecoder.createMessageId / decodeMessageId) -----------------
+#: The offset msgId's bytes: the store's host block, then the record's commitlog offset.
+OFFSET_MSG_ID = cs.Struct(
+    "storeHost" / cs.IfThenElse(cs.this.ipv6, cs.Bytes(HOST_V6_SIZE), cs.Bytes(HOST_V4_SIZE)),
+    "commitLogOffset" / cs.Int64sb,
+)
+_MSG_ID_V4 = Layout(OFFSET_MSG_ID, ipv6=False)
+_MSG_ID_SIZES = (_MSG_ID_V4.min_size, Layout(OFFSET_MSG_ID, ipv6=True).min_size)
+_COMMIT_LOG_OFFSET = _MSG_ID_V4.struct("commitLogOffset")
+
+
 def create_offset_msg_id(store_host: str, store_port: int, commitlog_offset: int) -> str:
     """Offset msgId: store host bytes + port int32 + commitlog offset int64 as uppercase hex."""
-    return (pack_host(store_host, store_port) + struct.pack(">q", commitlog_offset)).hex().upper()
+    return (pack_host(store_host, store_port) + _COMMIT_LOG_OFFSET.pack(commitlog_offset)).hex().upper()
 
 
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
     """Return (host, port, commitlog offset) of an offset msgId; 32 hex chars means IPv4."""
     raw = bytes.fromhex(msg_id)
-    if len(raw) not in (16, 28):
+    if len(raw) not in _MSG_ID_SIZES:
         raise ValueError(f"offset msgId must be 32 or 56 hex characters, got {len(msg_id)}")
-    host, port = unpack_host(raw[:-8])
-    (offset,) = struct.unpack(">q", raw[-8:])
+    at = len(raw) - _COMMIT_LOG_OFFSET.size
+    host, port = unpack_host(raw[:at])
+    (offset,) = _COMMIT_LOG_OFFSET.unpack_from(raw, at)
     return host, port, offset
 
 
 # --- UNIQ_KEY (MessageClientIDSetter.createUniqID) --------------------------------------------
+#: The UNIQ_KEY id's bytes (``MessageClientIDSetter``: the client's ip, pid and class-loader
+#: hash, then per id the ms since the month started and a counter).
+UNIQ_ID = cs.Struct(
+    "ip" / cs.IfThenElse(cs.this.ipv6, cs.Bytes(16), cs.Bytes(4)),
+    "pid" / cs.Int16sb,
+    "classLoaderHash" / cs.Int32sb,
+    "sinceMonthStart" / cs.Int32sb,
+    "counter" / cs.Int16ub,
+)
+_UNIQ_ID = Layout(UNIQ_ID, ipv6=False)
+_UNIQ_PROCESS = _UNIQ_ID.struct("pid", "classLoaderHash")
+_UNIQ_NEXT = _UNIQ_ID.struct("sinceMonthStart", "counter")
+
+
 class UniqIdGenerator:
     """Generate UNIQ_KEY ids the way the Java client does.
 
@@ -216,8 +259,8 @@ class UniqIdGenerator:
     """
 
     def __init__(self, ip: str = "127.0.0.1", clock=time.time) -> None:
-        self._prefix = ipaddress.ip_address(ip).packed + struct.pack(
-            ">hi", os.getpid() & 0x7FFF, id(self) & 0x7FFFFFFF
+        self._prefix = ipaddress.ip_address(ip).packed + _UNIQ_PROCESS.pack(
+            os.getpid() & 0x7FFF, id(self) & 0x7FFFFFFF
         )
         self._clock = clock
         self._counter = itertools.count()
@@ -229,4 +272,4 @@ class UniqIdGenerator:
         month_start = time.mktime((lt.tm_year, lt.tm_mon, 1, 0, 0, 0, 0, 0, -1))
         since = int((now - month_start) * 1000) & 0x7FFFFFFF
         count = next(self._counter) & 0xFFFF
-        return (self._prefix + struct.pack(">iH", since, count)).hex().upper()
+        return (self._prefix + _UNIQ_NEXT.pack(since, count)).hex().upper()

@@ -1,8 +1,9 @@
 """The commitlog record: RocketMQ's 20-field message layout, byte for byte.
 
-Declared once with ``construct`` (:data:`RECORD`, the readable spec used by tests and tools);
-the append and read paths run on precompiled :mod:`struct` (:func:`encode_into`,
-:func:`decode_record`), and the tests hold both to the same golden bytes.
+Declared once with ``construct`` (:data:`RECORD`, :data:`BLANK`); every :mod:`struct`, offset and
+size the append and read paths use (:data:`V4`, :data:`HEAD`, :data:`PEEK`,
+:data:`QUEUE_OFFSET_AT`...) is derived from that declaration at import
+(:class:`rocketmq_emu.broker.layout.Layout`), and the tests hold both to the same golden bytes.
 
 Layout (big-endian; ``CommitLog.MessageExtEncoder`` and ``MessageDecoder`` in Java)::
 
@@ -23,15 +24,17 @@ the next record plus 8 bytes would not fit (``END_FILE_MIN_BLANK_LENGTH``).
 
 from __future__ import annotations
 
-import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
-from rocketmq_emu.broker.lazy import lazy_specs
+import construct as cs
+
+from rocketmq_emu.broker.layout import Layout
 from rocketmq_emu.broker.message import (
     BORNHOST_V6_FLAG,
+    HOST_V4_SIZE,
+    HOST_V6_SIZE,
     STOREHOSTADDRESS_V6_FLAG,
     pack_host,
     properties_to_string,
@@ -42,7 +45,6 @@ from rocketmq_emu.broker.message import (
 MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7
 MESSAGE_MAGIC_CODE_V2 = -626843477  # 0xDAA320AB
 BLANK_MAGIC_CODE = -875286124  # 0xCBD43194
-END_FILE_MIN_BLANK_LENGTH = 8
 MAX_V1_TOPIC_LENGTH = 127
 MAX_PROPERTIES_LENGTH = 32767
 
@@ -60,68 +62,125 @@ def body_crc(body: bytes) -> int:
     return zlib.crc32(body) & 0x7FFFFFFF
 
 
-# --- the spec -----------------------------------------------------------------------------------
-def _specs() -> dict[str, Any]:
-    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
-    import construct as cs
-
-    def _host(flag_bit: int) -> cs.Construct:
-        return cs.IfThenElse(
-            lambda ctx: ctx.sysFlag & flag_bit, cs.Bytes(20), cs.Bytes(8)
-        )
-
-    RECORD = cs.Struct(
-        "totalSize" / cs.Int32sb,
-        "magicCode" / cs.Int32sb,
-        "bodyCRC" / cs.Int32sb,
-        "queueId" / cs.Int32sb,
-        "flag" / cs.Int32sb,
-        "queueOffset" / cs.Int64sb,
-        "physicalOffset" / cs.Int64sb,
-        "sysFlag" / cs.Int32sb,
-        "bornTimestamp" / cs.Int64sb,
-        "bornHost" / _host(BORNHOST_V6_FLAG),
-        "storeTimestamp" / cs.Int64sb,
-        "storeHostAddress" / _host(STOREHOSTADDRESS_V6_FLAG),
-        "reconsumeTimes" / cs.Int32sb,
-        "preparedTransactionOffset" / cs.Int64sb,
-        "body" / cs.Prefixed(cs.Int32sb, cs.GreedyBytes),
-        "topic" / cs.IfThenElse(
-            lambda ctx: ctx.magicCode == MESSAGE_MAGIC_CODE_V2,
-            cs.Prefixed(cs.Int16sb, cs.GreedyBytes),
-            cs.Prefixed(cs.Int8sb, cs.GreedyBytes),
-        ),
-        "properties" / cs.Prefixed(cs.Int16sb, cs.GreedyBytes),
+# --- the declaration ----------------------------------------------------------------------------
+def _host(flag_bit: int) -> cs.Construct:
+    """A host block: 20 bytes when ``flag_bit`` of sysFlag is set, else 8."""
+    return cs.IfThenElse(
+        lambda ctx: ctx.sysFlag & flag_bit, cs.Bytes(HOST_V6_SIZE), cs.Bytes(HOST_V4_SIZE)
     )
-    """construct declaration of one record (the readable spec; not used on the hot path)."""
-
-    BLANK = cs.Struct(
-        "totalSize" / cs.Int32sb,
-        "magicCode" / cs.Const(BLANK_MAGIC_CODE, cs.Int32sb),
-    )
-    """The end-of-file filler: the first 8 bytes of the unused remainder of a mapped file."""
-    return {"RECORD": RECORD, "BLANK": BLANK}
 
 
-__getattr__ = lazy_specs(__name__, _specs)
+#: One record, field by field (``CommitLog.MessageExtEncoder``). Every struct, offset and size
+#: below is derived from it.
+RECORD = cs.Struct(
+    "totalSize" / cs.Int32sb,
+    "magicCode" / cs.Int32sb,
+    "bodyCRC" / cs.Int32sb,
+    "queueId" / cs.Int32sb,
+    "flag" / cs.Int32sb,
+    "queueOffset" / cs.Int64sb,
+    "physicalOffset" / cs.Int64sb,
+    "sysFlag" / cs.Int32sb,
+    "bornTimestamp" / cs.Int64sb,
+    "bornHost" / _host(BORNHOST_V6_FLAG),
+    "storeTimestamp" / cs.Int64sb,
+    "storeHostAddress" / _host(STOREHOSTADDRESS_V6_FLAG),
+    "reconsumeTimes" / cs.Int32sb,
+    "preparedTransactionOffset" / cs.Int64sb,
+    "bodyLength" / cs.Rebuild(cs.Int32sb, cs.len_(cs.this.body)),
+    "body" / cs.Bytes(cs.this.bodyLength),
+    # V1 magic: one byte; V2 (RocketMQ 5, topics over 127 bytes): two.
+    "topicLength" / cs.Rebuild(
+        cs.IfThenElse(cs.this.magicCode == MESSAGE_MAGIC_CODE_V2, cs.Int16sb, cs.Int8sb),
+        cs.len_(cs.this.topic),
+    ),
+    "topic" / cs.Bytes(cs.this.topicLength),
+    "propertiesLength" / cs.Rebuild(cs.Int16sb, cs.len_(cs.this.properties)),
+    "properties" / cs.Bytes(cs.this.propertiesLength),
+)
+
+#: The end-of-file filler: the first 8 bytes of the unused remainder of a mapped file.
+BLANK = cs.Struct(
+    "totalSize" / cs.Int32sb,
+    "magicCode" / cs.Const(BLANK_MAGIC_CODE, cs.Int32sb),
+)
+
+# --- derived at import --------------------------------------------------------------------------
+_V6_BITS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+#: The record's shapes: (sysFlag & (0x10 | 0x20), magicCode) -> its resolved layout.
+RECORD_LAYOUTS: dict[tuple[int, int], Layout] = {
+    (bits, magic): Layout(RECORD, sysFlag=bits, magicCode=magic)
+    for bits in (0, BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, _V6_BITS)
+    for magic in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2)
+}
+#: The common shape: IPv4 hosts, V1 magic. Its offsets are the ones named below.
+V4_LAYOUT = RECORD_LAYOUTS[0, MESSAGE_MAGIC_CODE]
+BLANK_LAYOUT = Layout(BLANK)
 
 
-# --- the fast path ------------------------------------------------------------------------------
-# Public: record_scan.py and reports/ read records with the same structs.
+def record_layout(sys_flag: int = 0, magic_code: int = MESSAGE_MAGIC_CODE) -> Layout:
+    """The layout of a record with this sysFlag (its IPv6 host bits) and magic."""
+    return RECORD_LAYOUTS[sys_flag & _V6_BITS, magic_code]
+
+
+# Public: recovery, record_scan, batch, the filter and reports/ read records with these.
 #: The fixed prefix totalSize .. bornTimestamp (48 bytes); the hosts after it vary in width.
-HEAD = struct.Struct(">iiiiiqqiq")
-#: Big-endian int, short and long, as Java writes them.
-I32 = struct.Struct(">i")
-I16 = struct.Struct(">h")
-I64 = struct.Struct(">q")
-_MID = struct.Struct(">q")  # storeTimestamp
-_TAIL = struct.Struct(">iqi")  # reconsumeTimes, preparedTransactionOffset, bodyLength
-#: The common IPv4 shape as one struct (88 bytes): head + bornHost + storeTimestamp + storeHost
-#: + reconsumeTimes, preparedTransactionOffset, bodyLength.
-V4 = struct.Struct(">iiiiiqqiq8sq8siqi")
-_BLANK = struct.Struct(">ii")
+HEAD = V4_LAYOUT.struct("totalSize", "bornTimestamp")
+#: Big-endian int, short and long, as Java writes them (totalSize, propertiesLength, queueOffset).
+I32 = V4_LAYOUT.struct("totalSize")
+I16 = V4_LAYOUT.struct("propertiesLength")
+I64 = V4_LAYOUT.struct("queueOffset")
+_MID = V4_LAYOUT.struct("storeTimestamp")
+_TAIL = V4_LAYOUT.struct("reconsumeTimes", "bodyLength")
+#: The common IPv4 shape as one struct (88 bytes): every fixed field totalSize .. bodyLength.
+V4 = V4_LAYOUT.struct("totalSize", "bodyLength")
 #: totalSize and magicCode, the first 8 bytes of a record or of the end-of-file blank.
-PEEK = struct.Struct(">ii")
+PEEK = V4_LAYOUT.struct("totalSize", "magicCode")
+#: The end-of-file filler (totalSize = bytes left, BLANK_MAGIC_CODE).
+BLANK_STRUCT = BLANK_LAYOUT.struct()
+_BLANK = BLANK_STRUCT
+#: ``CommitLog.END_FILE_MIN_BLANK_LENGTH`` (4 + 4): room always left for the filler.
+END_FILE_MIN_BLANK_LENGTH = BLANK_LAYOUT.min_size
+
+#: Byte offsets of the fixed fields. Up to bornHost they hold in every shape; from
+#: storeTimestamp on they are the IPv4 shape's (see :func:`record_layout` for IPv6).
+MAGIC_CODE_AT = V4_LAYOUT.offset("magicCode")
+BODY_CRC_AT = V4_LAYOUT.offset("bodyCRC")
+QUEUE_ID_AT = V4_LAYOUT.offset("queueId")
+QUEUE_OFFSET_AT = V4_LAYOUT.offset("queueOffset")
+PHYSICAL_OFFSET_AT = V4_LAYOUT.offset("physicalOffset")
+SYS_FLAG_AT = V4_LAYOUT.offset("sysFlag")
+BORN_TIMESTAMP_AT = V4_LAYOUT.offset("bornTimestamp")
+BORN_HOST_AT = V4_LAYOUT.offset("bornHost")
+STORE_TIMESTAMP_AT = V4_LAYOUT.offset("storeTimestamp")
+STORE_HOST_AT = V4_LAYOUT.offset("storeHostAddress")
+BODY_LENGTH_AT = V4_LAYOUT.offset("bodyLength")
+#: Where the body starts in the IPv4 shape (= ``V4.size``).
+BODY_AT = V4_LAYOUT.fixed_size
+#: The smallest record (IPv4, V1, empty body, topic and properties): 91 bytes.
+MIN_RECORD_SIZE = V4_LAYOUT.min_size
+#: Bytes after the body in the smallest record: topicLength (V1) and propertiesLength.
+MIN_TAIL_SIZE = MIN_RECORD_SIZE - BODY_AT
+#: storeTimestamp's and bodyLength's offsets by host shape (sysFlag & 0x30).
+STORE_TIMESTAMP_AT_BY_HOSTS = {
+    bits: RECORD_LAYOUTS[bits, MESSAGE_MAGIC_CODE].offset("storeTimestamp") for bits, _ in RECORD_LAYOUTS
+}
+BODY_LENGTH_AT_BY_HOSTS = {
+    bits: RECORD_LAYOUTS[bits, MESSAGE_MAGIC_CODE].offset("bodyLength") for bits, _ in RECORD_LAYOUTS
+}
+_MIN_SIZE = {key: layout.min_size for key, layout in RECORD_LAYOUTS.items()}
+_V1_TOPIC_LENGTH_SIZE = V4_LAYOUT.size("topicLength")
+_V2_TOPIC_LENGTH_SIZE = RECORD_LAYOUTS[0, MESSAGE_MAGIC_CODE_V2].size("topicLength")
+
+
+def store_timestamp_at(sys_flag: int) -> int:
+    """Byte offset of storeTimestamp in a record with this sysFlag."""
+    return STORE_TIMESTAMP_AT_BY_HOSTS[sys_flag & _V6_BITS]
+
+
+def body_length_at(sys_flag: int) -> int:
+    """Byte offset of bodyLength in a record with this sysFlag (the body follows it)."""
+    return BODY_LENGTH_AT_BY_HOSTS[sys_flag & _V6_BITS]
 
 
 @dataclass(slots=True)
@@ -198,19 +257,13 @@ class MessageRecord:
 
 def host_len(sys_flag: int, bit: int) -> int:
     """Bytes of a host field: 20 (IPv6 address + port) when ``bit`` of ``sys_flag`` is set, else 8."""
-    return 20 if sys_flag & bit else 8
+    return HOST_V6_SIZE if sys_flag & bit else HOST_V4_SIZE
 
 
 def record_size(body_len: int, topic_len: int, props_len: int, sys_flag: int = 0) -> int:
     """TOTALSIZE of a record (``CommitLog.calMsgLength``)."""
-    topic_field = 1 if topic_len <= MAX_V1_TOPIC_LENGTH else 2
-    return (
-        4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8
-        + host_len(sys_flag, BORNHOST_V6_FLAG)
-        + 8
-        + host_len(sys_flag, STOREHOSTADDRESS_V6_FLAG)
-        + 4 + 8 + 4 + body_len + topic_field + topic_len + 2 + props_len
-    )
+    magic = MESSAGE_MAGIC_CODE if topic_len <= MAX_V1_TOPIC_LENGTH else MESSAGE_MAGIC_CODE_V2
+    return _MIN_SIZE[sys_flag & _V6_BITS, magic] + body_len + topic_len + props_len
 
 
 @dataclass(slots=True)
@@ -262,7 +315,7 @@ def encode_into(
     props = parts.properties
     magic = MESSAGE_MAGIC_CODE if len(topic) <= MAX_V1_TOPIC_LENGTH else MESSAGE_MAGIC_CODE_V2
     size = parts.size
-    if len(parts.born_host) == 8 and len(parts.store_host) == 8:
+    if len(parts.born_host) == HOST_V4_SIZE and len(parts.store_host) == HOST_V4_SIZE:
         V4.pack_into(
             buf, pos, size, magic, record.body_crc, record.queue_id, record.flag,
             record.queue_offset, record.physical_offset, parts.sys_flag, record.born_timestamp,
@@ -279,7 +332,7 @@ def encode_into(
         buf[p : p + len(parts.born_host)] = parts.born_host
         p += len(parts.born_host)
         _MID.pack_into(buf, p, record.store_timestamp)
-        p += 8
+        p += _MID.size
         buf[p : p + len(parts.store_host)] = parts.store_host
         p += len(parts.store_host)
         _TAIL.pack_into(buf, p, record.reconsume_times, record.prepared_transaction_offset, len(body))
@@ -287,15 +340,15 @@ def encode_into(
     buf[p : p + len(body)] = body
     p += len(body)
     if magic == MESSAGE_MAGIC_CODE:
-        buf[p] = len(topic)
-        p += 1
+        buf[p] = len(topic)  # the one-byte topicLength
+        p += _V1_TOPIC_LENGTH_SIZE
     else:
         I16.pack_into(buf, p, len(topic))
-        p += 2
+        p += _V2_TOPIC_LENGTH_SIZE
     buf[p : p + len(topic)] = topic
     p += len(topic)
     I16.pack_into(buf, p, len(props))
-    p += 2
+    p += I16.size
     buf[p : p + len(props)] = props
     p += len(props)
     record.total_size = size
@@ -321,7 +374,7 @@ def encode_blank(remaining: int) -> bytes:
 
 def peek(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """(totalSize, magicCode) at ``pos``; (0, 0) when fewer than 8 bytes remain."""
-    if pos + 8 > len(buf):
+    if pos + PEEK.size > len(buf):
         return 0, 0
     return PEEK.unpack_from(buf, pos)
 
@@ -353,12 +406,12 @@ def decode_record(
     p = pos + HEAD.size
     bh = host_len(sys_flag, BORNHOST_V6_FLAG)
     sh = host_len(sys_flag, STOREHOSTADDRESS_V6_FLAG)
-    if p + bh + 8 + sh + _TAIL.size > limit:
+    if p + bh + _MID.size + sh + _TAIL.size > limit:
         raise RecordError("fixed fields run past TOTALSIZE", pos)
     born_host = unpack_host(bytes(buf[p : p + bh]))
     p += bh
     (store_ts,) = _MID.unpack_from(buf, p)
-    p += 8
+    p += _MID.size
     store_host = unpack_host(bytes(buf[p : p + sh]))
     p += sh
     reconsume, prepared, body_len = _TAIL.unpack_from(buf, p)
@@ -370,23 +423,23 @@ def decode_record(
         raise RecordError(f"BODYCRC mismatch: stored {crc}", pos)
     p += body_len
     if magic == MESSAGE_MAGIC_CODE:
-        if p + 1 > limit:
+        if p + _V1_TOPIC_LENGTH_SIZE > limit:
             raise RecordError("TOPICLENGTH needs 1 byte, 0 left", pos)
         topic_len = buf[p]
-        p += 1
+        p += _V1_TOPIC_LENGTH_SIZE
     else:
-        if p + 2 > limit:
+        if p + _V2_TOPIC_LENGTH_SIZE > limit:
             raise RecordError(f"TOPICLENGTH needs 2 bytes, {limit - p} left", pos)
         (topic_len,) = I16.unpack_from(buf, p)
-        p += 2
+        p += _V2_TOPIC_LENGTH_SIZE
     if topic_len < 0 or p + topic_len > limit:
         raise RecordError(f"TOPICLENGTH {topic_len} exceeds the {limit - p} bytes left", pos)
     topic = bytes(buf[p : p + topic_len]).decode("utf-8", errors="replace")
     p += topic_len
-    if p + 2 > limit:
+    if p + I16.size > limit:
         raise RecordError(f"PROPERTIESLENGTH needs 2 bytes, {limit - p} left", pos)
     (props_len,) = I16.unpack_from(buf, p)
-    p += 2
+    p += I16.size
     if props_len < 0 or p + props_len > limit:
         raise RecordError(f"PROPERTIESLENGTH {props_len} exceeds the {limit - p} bytes left", pos)
     props_str = bytes(buf[p : p + props_len]).decode("utf-8", errors="replace")
@@ -421,7 +474,7 @@ def iter_records(
     """Yield (position, record) for consecutive records, stopping at a BLANK filler or at
     zeroes (the unwritten tail). A corrupt record raises :class:`RecordError`."""
     end = len(buf)
-    while pos + 8 <= end:
+    while pos + PEEK.size <= end:
         size, magic = PEEK.unpack_from(buf, pos)
         if magic == BLANK_MAGIC_CODE or (size == 0 and magic == 0):
             return

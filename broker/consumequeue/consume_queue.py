@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
-from collections.abc import Callable, Sequence
-from functools import lru_cache
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
 
 from rocketmq_emu.broker.commitlog.mapped_file import MappedFile
 from rocketmq_emu.broker.commitlog.mapped_file_queue import MappedFileQueue
@@ -32,6 +31,7 @@ from rocketmq_emu.broker.consumequeue.unit import (
     PRE_BLANK_BYTES,
     UNIT_STRUCT,
     is_valid_unit,
+    units_struct,
 )
 
 log = logging.getLogger(__name__)
@@ -42,13 +42,9 @@ DEFAULT_CQ_FILE_SIZE = DEFAULT_UNITS_PER_FILE * CQ_STORE_UNIT_SIZE
 _ZERO_UNIT = bytes(CQ_STORE_UNIT_SIZE)
 _pack_into = UNIT_STRUCT.pack_into
 _unpack_from = UNIT_STRUCT.unpack_from
+_iter_unpack = UNIT_STRUCT.iter_unpack
 
-
-@lru_cache(maxsize=256)
-def _run_struct(n: int) -> struct.Struct:
-    """``n`` units back to back: UNIT_STRUCT's fields repeated (its byte order once)."""
-    order, fields = UNIT_STRUCT.format[0], UNIT_STRUCT.format[1:]
-    return struct.Struct(order + fields * n)
+_run_struct = units_struct
 
 
 def cq_file_size(requested: int) -> int:
@@ -192,10 +188,11 @@ class ConsumeQueue:
         return True
 
     # --- read ---------------------------------------------------------------------------------
-    def get_units(self, offset: int, max_units: int) -> list[tuple[int, int, int]]:
-        """Up to ``max_units`` units from logical ``offset`` as (commitlog offset, size, tagsCode);
-        empty when ``offset`` is outside [min_offset, max_offset). May span files."""
-        out: list[tuple[int, int, int]] = []
+    def unit_bytes(self, offset: int, max_units: int) -> list[bytes]:
+        """The stored bytes of up to ``max_units`` units from logical ``offset``, one piece per
+        file spanned (``getIndexBuffer``, which may span files here); empty when ``offset`` is
+        outside [min_offset, max_offset). Undecoded: see :meth:`scan_units`."""
+        out: list[bytes] = []
         if offset < self.min_offset or max_units <= 0:
             return out
         pos = offset * CQ_STORE_UNIT_SIZE
@@ -208,9 +205,19 @@ class ConsumeQueue:
             rel_end = min(end - mf.file_from_offset, mf.wrote_position)
             if rel_end <= rel:
                 break
-            out.extend(UNIT_STRUCT.iter_unpack(mf.mm[rel:rel_end]))
+            out.append(mf.mm[rel:rel_end])
             pos = mf.file_from_offset + rel_end
         return out
+
+    def scan_units(self, offset: int, max_units: int) -> Iterator[tuple[int, int, int]]:
+        """:meth:`get_units` decoded one unit at a time as the caller iterates: a pull reads a
+        window of 800 units (``maxFilterMessageCount``) and usually stops after 32."""
+        return chain.from_iterable(map(_iter_unpack, self.unit_bytes(offset, max_units)))
+
+    def get_units(self, offset: int, max_units: int) -> list[tuple[int, int, int]]:
+        """Up to ``max_units`` units from logical ``offset`` as (commitlog offset, size, tagsCode);
+        empty when ``offset`` is outside [min_offset, max_offset). May span files."""
+        return list(self.scan_units(offset, max_units))
 
     def get_unit(self, offset: int) -> tuple[int, int, int] | None:
         """The unit at logical ``offset`` or None."""

@@ -10,19 +10,35 @@ Layout, big-endian (protocol.md §5.2)::
 (:func:`rocketmq_emu.broker.message.tags_code`), 0 without a tag; for ``SCHEDULE_TOPIC_XXXX`` it is the deliver
 timestamp in ms.
 
-:data:`CQ_UNIT` is the readable ``construct`` declaration (used by tests and tools); the hot path
-uses the precompiled :data:`UNIT_STRUCT`. Tests prove both give identical bytes.
+:data:`CQ_UNIT` is the ``construct`` declaration; the hot path's :data:`UNIT_STRUCT`, the unit
+size and the field offsets are derived from it at import. Tests prove both give identical bytes.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Any, NamedTuple
+from functools import lru_cache
+from typing import NamedTuple
 
-from rocketmq_emu.broker.lazy import lazy_specs
+import construct as cs
 
-#: RocketMQ ``ConsumeQueue.CQ_STORE_UNIT_SIZE``.
-CQ_STORE_UNIT_SIZE = 20
+from rocketmq_emu.broker.layout import Layout
+
+#: One unit (``ConsumeQueue.putMessagePositionInfo``: putLong, putInt, putLong).
+CQ_UNIT = cs.Struct(
+    "commitlog_offset" / cs.Int64sb,
+    "size" / cs.Int32sb,
+    "tags_code" / cs.Int64sb,
+)
+CQ_UNIT_LAYOUT = Layout(CQ_UNIT)
+#: The whole unit as one struct (``>qiq``).
+UNIT_STRUCT = CQ_UNIT_LAYOUT.struct()
+#: RocketMQ ``ConsumeQueue.CQ_STORE_UNIT_SIZE`` (20).
+CQ_STORE_UNIT_SIZE = UNIT_STRUCT.size
+#: Byte offsets of the unit's fields (0, 8, 12).
+COMMITLOG_OFFSET_AT = CQ_UNIT_LAYOUT.offset("commitlog_offset")
+SIZE_AT = CQ_UNIT_LAYOUT.offset("size")
+TAGS_CODE_AT = CQ_UNIT_LAYOUT.offset("tags_code")
 
 #: Default units per consume-queue file (``MessageStoreConfig.mappedFileSizeConsumeQueue`` / 20).
 DEFAULT_UNITS_PER_FILE = 300_000
@@ -30,24 +46,6 @@ DEFAULT_UNITS_PER_FILE = 300_000
 #: Java ``Integer.MAX_VALUE``: the size field of a pre-blank filler unit.
 INTEGER_MAX_VALUE = 0x7FFFFFFF
 
-
-def _specs() -> dict[str, Any]:
-    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
-    from construct import Int32sb, Int64sb, Struct
-
-    CQ_UNIT = Struct(
-        "commitlog_offset" / Int64sb,
-        "size" / Int32sb,
-        "tags_code" / Int64sb,
-    )
-    return {"CQ_UNIT": CQ_UNIT}
-
-
-__getattr__ = lazy_specs(__name__, _specs)
-
-
-UNIT_STRUCT = struct.Struct(">qiq")
-assert UNIT_STRUCT.size == CQ_STORE_UNIT_SIZE
 
 
 class CqUnit(NamedTuple):
@@ -67,6 +65,12 @@ pack_unit = UNIT_STRUCT.pack
 pack_unit_into = UNIT_STRUCT.pack_into
 unpack_unit_from = UNIT_STRUCT.unpack_from
 iter_units = UNIT_STRUCT.iter_unpack
+
+
+@lru_cache(maxsize=256)
+def units_struct(n: int) -> struct.Struct:
+    """``n`` units back to back (one ``pack_into`` for a run): the unit's fields repeated."""
+    return struct.Struct(CQ_UNIT_LAYOUT.byte_order + CQ_UNIT_LAYOUT.codes() * n)
 
 
 def encode_unit(commitlog_offset: int, size: int, tags_code: int) -> bytes:

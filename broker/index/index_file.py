@@ -2,7 +2,7 @@
 
 On-disk layout, big-endian, identical to RocketMQ 4.9.x (protocol.md §5.3)::
 
-    header (40 bytes)
+    header (40 bytes; INDEX_HEADER, INDEX_ENTRY and HASH_SLOT below are the declarations)
         beginTimestamp  int64 @0    store time (ms) of the first entry
         endTimestamp    int64 @8    store time (ms) of the last entry
         beginPhyOffset  int64 @16   commitlog offset of the first entry
@@ -38,22 +38,45 @@ from __future__ import annotations
 import logging
 import mmap
 import os
-import struct
-from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from rocketmq_emu.broker import _native
+import construct as cs
+
 from rocketmq_emu.broker.commitlog.mapped_file import MappedFileError, preallocate
-from rocketmq_emu.broker.lazy import lazy_specs
+from rocketmq_emu.broker.layout import Layout
 from rocketmq_emu.broker.message import java_string_hash
 
 log = logging.getLogger(__name__)
 
-INDEX_HEADER_SIZE = 40
-HASH_SLOT_SIZE = 4
-INDEX_ENTRY_SIZE = 20
+# --- the declarations (IndexHeader.java, IndexFile.putKey) ----------------------------------------
+INDEX_HEADER = cs.Struct(
+    "begin_timestamp" / cs.Int64sb,
+    "end_timestamp" / cs.Int64sb,
+    "begin_phy_offset" / cs.Int64sb,
+    "end_phy_offset" / cs.Int64sb,
+    "hash_slot_count" / cs.Int32sb,
+    "index_count" / cs.Int32sb,
+)
+#: One hash slot: the newest entry number whose key hashes there.
+HASH_SLOT = cs.Struct(
+    "slot_value" / cs.Int32sb,
+)
+INDEX_ENTRY = cs.Struct(
+    "key_hash" / cs.Int32sb,
+    "phy_offset" / cs.Int64sb,
+    "time_diff" / cs.Int32sb,
+    "prev_index" / cs.Int32sb,
+)
+
+# --- derived at import ----------------------------------------------------------------------------
+HEADER_STRUCT = Layout(INDEX_HEADER).struct()
+SLOT_STRUCT = Layout(HASH_SLOT).struct()
+ENTRY_STRUCT = Layout(INDEX_ENTRY).struct()
+#: ``IndexHeader.INDEX_HEADER_SIZE`` (40), ``IndexFile.hashSlotSize`` (4), ``indexSize`` (20).
+INDEX_HEADER_SIZE = HEADER_STRUCT.size
+HASH_SLOT_SIZE = SLOT_STRUCT.size
+INDEX_ENTRY_SIZE = ENTRY_STRUCT.size
 #: ``MessageStoreConfig.maxHashSlotNum`` default.
 DEFAULT_HASH_SLOT_NUM = 5_000_000
 #: ``MessageStoreConfig.maxIndexNum`` default.
@@ -68,46 +91,10 @@ _PAGE = 4096
 INVALID_INDEX = 0
 _INT_MAX = 0x7FFFFFFF
 
-
-def _specs() -> dict[str, Any]:
-    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
-    from construct import Int32sb, Int64sb, Struct
-
-    INDEX_HEADER = Struct(
-        "begin_timestamp" / Int64sb,
-        "end_timestamp" / Int64sb,
-        "begin_phy_offset" / Int64sb,
-        "end_phy_offset" / Int64sb,
-        "hash_slot_count" / Int32sb,
-        "index_count" / Int32sb,
-    )
-
-    INDEX_ENTRY = Struct(
-        "key_hash" / Int32sb,
-        "phy_offset" / Int64sb,
-        "time_diff" / Int32sb,
-        "prev_index" / Int32sb,
-    )
-    return {"INDEX_HEADER": INDEX_HEADER, "INDEX_ENTRY": INDEX_ENTRY}
-
-
-__getattr__ = lazy_specs(__name__, _specs)
-
-
-HEADER_STRUCT = struct.Struct(">qqqqii")
-ENTRY_STRUCT = struct.Struct(">iqii")
-SLOT_STRUCT = struct.Struct(">i")
-assert HEADER_STRUCT.size == INDEX_HEADER_SIZE and ENTRY_STRUCT.size == INDEX_ENTRY_SIZE
 _entry_pack = ENTRY_STRUCT.pack_into
 _header_pack = HEADER_STRUCT.pack_into
 _slot_pack = SLOT_STRUCT.pack_into
 _slot_unpack = SLOT_STRUCT.unpack_from
-#: The C entry writer (``rocketmq_emu.broker._native._store.index_put_entries``) or None: the Python loop.
-#: Replaceable (the tests write the same entries both ways).
-NATIVE = _native.store
-#: Entry columns the C writer reads directly: lists of ints, or the arrays
-#: (``'i'`` hashes, ``'q'`` offsets and stamps) its ``index_gather`` returns.
-_COLUMNS = (list, array)
 
 
 def index_file_size(hash_slot_num: int, index_num: int) -> int:
@@ -297,16 +284,9 @@ class IndexFile:
             self._reserve(need)
         if self._slot_pages is not None:
             self._reserve_slots(hashes, start, stop, count)
-        native = NATIVE
-        if native is not None and type(hashes) in _COLUMNS and type(phys) in _COLUMNS \
-                and type(stamps) in _COLUMNS:
-            count, begin_ts, begin_phy, slot_count = native.index_put_entries(
-                mm, hashes, phys, stamps, start, stop, slots, base, count, begin_ts,
-                begin_phy, slot_count)
-        else:
-            count, begin_ts, begin_phy, slot_count = _put_entries_py(
-                mm, hashes, phys, stamps, start, stop, slots, base, count, begin_ts,
-                begin_phy, slot_count)
+        count, begin_ts, begin_phy, slot_count = _put_entries_py(
+            mm, hashes, phys, stamps, start, stop, slots, base, count, begin_ts,
+            begin_phy, slot_count)
         end_phy = phys[stop - 1]
         end_ts = stamps[stop - 1]
         h.index_count = count
