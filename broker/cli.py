@@ -22,7 +22,6 @@ which extra to install instead of failing on a missing pyspark).
 from __future__ import annotations
 
 import argparse
-import functools
 import gc
 import importlib
 import logging
@@ -99,17 +98,11 @@ def prepare_store(root: str) -> None:
 
 
 def make_namesrv(reactor: Any, host: str, port: int, kv_config_path: str | None = None) -> Any:
-    """A name server for ``host:port`` (``start()`` it; ``stop()`` it at shutdown)."""
+    """A name server alone for ``host:port`` (``start()`` it; ``stop()`` it at shutdown); name
+    servers with brokers are built by :class:`rocketmq_emu.broker.cluster.Cluster`."""
     from rocketmq_emu.namesrv.server import NameServer
 
     return NameServer(reactor, port=port, host=host, kv_config_path=kv_config_path)
-
-
-def make_broker(reactor: Any, cfg: Any, host: str) -> Any:
-    """The broker (``start()`` recovers the store, listens and registers; ``stop()``)."""
-    from rocketmq_emu.broker.controller import BrokerController
-
-    return BrokerController(cfg, reactor=reactor, host=host)
 
 
 def _stop_all(services: list[Any]) -> Any:
@@ -192,36 +185,47 @@ def _serve(starter, roles: list[PortRole] | None = None, store_root: str | None 
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    """Name server + broker in one process."""
+    """Name server + broker in one process, built by :mod:`rocketmq_emu.broker.cluster` (the
+    wiring the test harness uses too); ``--control-port`` adds a controllable clock, fault hooks
+    and the HTTP control API to that same cluster."""
     cfg = load_config(args.config, store=args.store, port=args.broker_port,
                       namesrv=f"{args.host}:{args.namesrv_port}", default_store=DEFAULT_UP_STORE)
     prepare_store(cfg.store_path_root_dir)
+    control_port = getattr(args, "control_port", None)
     roles = [PortRole(args.namesrv_port, "name server port", "--namesrv-port"),
              *_broker_roles(cfg.listen_port, "--broker-port")]
-    if getattr(args, "control_port", None) is not None:
-        roles.append(PortRole(args.control_port, "control API port", "--control-port"))
-    serve = functools.partial(_serve, roles=roles, store_root=cfg.store_path_root_dir,
-                              debug=args.debug)
-    if getattr(args, "control_port", None) is not None:
-        # Owned by client/: the same services plus a controllable clock and the HTTP control API.
-        from rocketmq_emu.client.control_up import up_with_control
-
-        return up_with_control(args, cfg, serve, _announce)
+    if control_port is not None:
+        roles.append(PortRole(control_port, "control API port", "--control-port"))
 
     from twisted.internet import defer
 
+    from rocketmq_emu.broker.cluster import Cluster, up_spec
+
+    spec = up_spec(cfg, args.host, args.namesrv_port)
+
     @defer.inlineCallbacks
     def starter(reactor, services):
-        kv_path = os.path.join(cfg.store_path_root_dir, "namesrv", "kvConfig.json")
-        namesrv = make_namesrv(reactor, args.host, args.namesrv_port, kv_path)
-        services.append(namesrv)
-        yield _maybe_start(namesrv)
-        broker = make_broker(reactor, cfg, args.host)
-        services.append(broker)
-        yield _maybe_start(broker)
-        _announce(cfg, args.host, namesrv=cfg.namesrv_addr)
+        controls = None
+        if control_port is None:
+            cluster = Cluster(spec, reactor)
+        else:
+            # client/ owns the control API. Imported here only: broker/ never depends on client/
+            # at import, and `up` without the option loads no client code.
+            from rocketmq_emu.client.control_up import Controls
 
-    return serve(starter)
+            controls = Controls(reactor)
+            cluster = controls.build(spec)
+        services.append(cluster)
+        yield cluster.start()
+        if controls is not None:
+            services.append(controls)  # stopped first: no control request races the shutdown
+            bound = controls.serve(cluster, control_port)
+        _announce(cfg, args.host, namesrv=cluster.namesrv_addr)
+        if controls is not None:
+            print(f"rmq-emu: control API http://127.0.0.1:{bound}/ "
+                  "(OpenAPI at /openapi.json)", flush=True)
+
+    return _serve(starter, roles=roles, store_root=cfg.store_path_root_dir, debug=args.debug)
 
 
 def _broker_roles(listen_port: int, option: str) -> list[PortRole]:
@@ -256,11 +260,15 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
     from twisted.internet import defer
 
+    from rocketmq_emu.broker.cluster import Cluster, broker_spec
+
+    spec = broker_spec(cfg, args.host)
+
     @defer.inlineCallbacks
     def starter(reactor, services):
-        broker = make_broker(reactor, cfg, args.host)
-        services.append(broker)
-        yield _maybe_start(broker)
+        cluster = Cluster(spec, reactor)
+        services.append(cluster)
+        yield cluster.start()
         _announce(cfg, args.host, namesrv=cfg.namesrv_addr)
 
     return _serve(starter, _broker_roles(cfg.listen_port, "--port"), cfg.store_path_root_dir,

@@ -5,6 +5,13 @@ topic / queue / offset state, broker stop / restart / unreachable, reset.
 Served with ``twisted.web`` on localhost; the OpenAPI 3 description is at ``GET /openapi.json``
 and ``GET /`` points to it. Every answer is JSON (``GET /`` answers HTML to a browser); errors
 are ``{"error": "..."}`` with status 400 or 404, or 503 when a broker fails to (re)start.
+
+It drives three things, never the test harness class: the cluster, as built by the production
+wiring (:class:`rocketmq_emu.broker.cluster.Cluster`; what is used of it is
+:class:`ControlledCluster`), the brokers' business clock
+(:class:`~rocketmq_emu.client.clock.ControllableClock`) and the fault injector hooked into the
+cluster's dispatchers (:class:`~rocketmq_emu.client.faults.FaultInjector`, also the request
+log). :class:`rocketmq_emu.client.control_up.Controls` makes the last two and serves the API.
 """
 
 from __future__ import annotations
@@ -12,8 +19,9 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
 from urllib.parse import parse_qs
 
 from twisted.internet import defer
@@ -36,22 +44,65 @@ class _Html(str):
     """An endpoint's answer sent as ``text/html`` instead of JSON."""
 
 
+class BrokerView(Protocol):
+    """One broker of a :class:`ControlledCluster` (``broker.cluster.BrokerSlot``)."""
+
+    name: str
+    port: int
+    store_dir: Path
+    running: bool
+
+
+class ControlledCluster(Protocol):
+    """What the control API uses of the cluster it serves; the production
+    :class:`rocketmq_emu.broker.cluster.Cluster` provides it. Broker names of None mean the
+    first broker; the lifecycle calls return Deferreds."""
+
+    host: str
+    slots: Sequence[BrokerView]
+    namesrv_addr: str
+    broker_addr: str
+    broker_addrs: dict[str, str]
+    store_dir: Path
+    broker: Any
+
+    def slot(self, name: str | None = None) -> BrokerView: ...
+
+    def broker_store(self, name: str | None = None) -> Any: ...
+
+    def stop_broker(self, name: str | None = None) -> defer.Deferred: ...
+
+    def start_broker(self, name: str | None = None) -> defer.Deferred: ...
+
+    def restart_broker(self, name: str | None = None) -> defer.Deferred: ...
+
+    def make_unreachable(self, name: str | None = None) -> defer.Deferred: ...
+
+    def make_reachable(self, name: str | None = None) -> defer.Deferred: ...
+
+    def close_connections(self, target: str = "broker", name: str | None = None) -> defer.Deferred: ...
+
+
 class ControlResource(resource.Resource):
-    """One leaf resource routing ``METHOD /path`` to the cluster (an ``EmbeddedCluster``)."""
+    """One leaf resource routing ``METHOD /path`` to the cluster, its clock and its faults."""
 
     isLeaf = True
 
-    def __init__(self, cluster: Any) -> None:
+    def __init__(self, cluster: ControlledCluster, clock: Any, faults: Any) -> None:
         super().__init__()
         self.cluster = cluster
+        #: The brokers' business clock (a ControllableClock).
+        self.clock = clock
+        #: Fault rules and the request log (a FaultInjector hooked into the cluster).
+        self.faults = faults
         self.routes: dict[tuple[str, str], Callable[..., Any]] = {
             ("GET", ""): self.index,
             ("GET", "openapi.json"): lambda req, body: OPENAPI,
             ("GET", "health"): self.health,
-            ("GET", "clock"): self.clock,
+            ("GET", "clock"): self.clock_state,
             ("POST", "clock/advance"): self.advance,
             ("POST", "clock/mode"): self.mode,
-            ("GET", "faults"): lambda req, body: [r.to_json() for r in cluster.faults.rules()],
+            ("GET", "faults"): lambda req, body: [r.to_json() for r in faults.rules()],
             ("POST", "faults"): self.add_fault,
             ("DELETE", "faults"): self.clear_faults,
             ("GET", "requests"): self.requests,
@@ -61,17 +112,17 @@ class ControlResource(resource.Resource):
             ("GET", "offsets"): self.offsets,
             ("GET", "messages"): self.messages,
             ("POST", "broker/stop"): lambda req, body: self._done(
-                cluster.stop_broker_async(self._broker(body))),
+                cluster.stop_broker(self._broker(body))),
             ("POST", "broker/start"): lambda req, body: self._starting(
-                "start", cluster.start_broker_async, body),
+                "start", cluster.start_broker, body),
             ("POST", "broker/restart"): lambda req, body: self._starting(
-                "restart", cluster.restart_broker_async, body),
+                "restart", cluster.restart_broker, body),
             ("POST", "broker/unreachable"): lambda req, body: self._done(
-                cluster.make_unreachable_async(self._broker(body))),
+                cluster.make_unreachable(self._broker(body))),
             ("POST", "broker/reachable"): lambda req, body: self._done(
-                cluster.make_reachable_async(self._broker(body))),
+                cluster.make_reachable(self._broker(body))),
             ("POST", "broker/close-connections"): lambda req, body: self._done(
-                cluster.close_connections_async((body or {}).get("target", "broker"),
+                cluster.close_connections((body or {}).get("target", "broker"),
                                                 (body or {}).get("broker"))),
             ("POST", "reset"): self.reset,
         }
@@ -180,10 +231,10 @@ class ControlResource(resource.Resource):
         return {"namesrv": c.namesrv_addr, "broker": c.broker_addr, "broker_running": c.broker is not None,
                 "brokers": [{"name": s.name, "addr": f"{c.host}:{s.port}", "running": s.running,
                              "store": str(s.store_dir)} for s in c.slots],
-                "store": str(c.store_dir), "clock": self.clock(request, body)}
+                "store": str(c.store_dir), "clock": self.clock_state(request, body)}
 
-    def clock(self, request: Any, body: Any) -> dict:
-        clock = self.cluster.clock
+    def clock_state(self, request: Any, body: Any) -> dict:
+        clock = self.clock
         return {"now_ms": int(clock.seconds() * 1000), "mode": clock.mode,
                 "offset_s": clock.offset, "advanced_s": clock.advanced, "pending_timers": clock.pending()}
 
@@ -195,12 +246,12 @@ class ControlResource(resource.Resource):
             seconds = int(body["ms"]) / 1000.0
         else:
             raise ApiError(400, "give seconds or ms")
-        fired = self.cluster.clock.advance(seconds)
-        return {"fired": fired, **self.clock(request, body)}
+        fired = self.clock.advance(seconds)
+        return {"fired": fired, **self.clock_state(request, body)}
 
     def mode(self, request: Any, body: Any) -> dict:
-        self.cluster.clock.set_mode((body or {})["mode"])
-        return self.clock(request, body)
+        self.clock.set_mode((body or {})["mode"])
+        return self.clock_state(request, body)
 
     def add_fault(self, request: Any, body: Any) -> dict:
         if not isinstance(body, dict):
@@ -214,25 +265,25 @@ class ControlResource(resource.Resource):
         codes = body.pop("codes", None)
         if codes is not None:
             codes = sorted(parse_codes(codes) or ())
-        return self.cluster.faults.add_rule(action, codes, **body).to_json()
+        return self.faults.add_rule(action, codes, **body).to_json()
 
     def clear_faults(self, request: Any, body: Any) -> dict:
-        self.cluster.faults.clear()
+        self.faults.clear()
         return {"ok": True}
 
     def remove_fault(self, request: Any, body: Any, rule_id: str) -> dict:
-        if not self.cluster.faults.remove(int(rule_id)):
+        if not self.faults.remove(int(rule_id)):
             raise ApiError(404, f"no fault rule {rule_id}")
         return {"ok": True}
 
     def requests(self, request: Any, body: Any) -> list:
         q = self._query(request)
         codes = parse_codes(q.get("code"))
-        recs = self.cluster.faults.records(None, q.get("target"), int(q.get("since", 0)))
+        recs = self.faults.records(None, q.get("target"), int(q.get("since", 0)))
         return [r.to_json() for r in recs if codes is None or r.code in codes]
 
     def clear_requests(self, request: Any, body: Any) -> dict:
-        self.cluster.faults.clear_records()
+        self.faults.clear_records()
         return {"ok": True}
 
     def _store(self, request: Any = None) -> Any:
@@ -337,16 +388,18 @@ class ControlResource(resource.Resource):
         return out
 
     def reset(self, request: Any, body: Any) -> dict:
-        self.cluster.reset()
+        self.faults.reset()
         return {"ok": True}
 
 
-def serve_control_api(cluster: Any, port: int, host: str = "127.0.0.1", reactor: Any = None) -> Any:
-    """Listen on ``host:port`` (0 picks a port); returns the listening port object."""
+def serve_control_api(cluster: ControlledCluster, clock: Any, faults: Any, port: int,
+                      host: str = "127.0.0.1", reactor: Any = None) -> Any:
+    """Serve the API for ``cluster`` (driving ``clock`` and ``faults``) on ``host:port`` (0 picks
+    a port); returns the listening port object."""
     if reactor is None:
         from twisted.internet import reactor as default_reactor
 
         reactor = default_reactor
-    site = server.Site(ControlResource(cluster))
+    site = server.Site(ControlResource(cluster, clock, faults))
     site.displayTracebacks = False
     return reactor.listenTCP(port, site, interface=host)

@@ -1,51 +1,67 @@
-"""``rmq-emu up --control-port N``: the name server and broker run as an
-:class:`~rocketmq_emu.client.testing.EmbeddedCluster` with the HTTP control API
-(:mod:`rocketmq_emu.client.control_api`).
+"""The controls put on a production :class:`rocketmq_emu.broker.cluster.Cluster`: a controllable
+business clock, a fault injector hooked into every request dispatcher, and (on demand) the HTTP
+control API (:mod:`rocketmq_emu.client.control_api`) serving them.
 
-Its own module so that the control API does not import the harness that serves it.
+``rmq-emu up --control-port N`` builds its cluster with :meth:`Controls.build` and serves it;
+:class:`rocketmq_emu.client.testing.EmbeddedCluster` does the same, so the control API always
+drives a cluster made by the production wiring, never the harness class. Importing this module
+loads no ``twisted.web`` (only :meth:`Controls.serve` does), so the harness stays cheap.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
 from typing import Any
 
 from twisted.internet import defer
 
-from rocketmq_emu.client.testing import EmbeddedCluster
+from rocketmq_emu.broker.cluster import Cluster, ClusterSpec
+from rocketmq_emu.client.clock import ControllableClock
+from rocketmq_emu.client.faults import FaultInjector
 
 
-class _ClusterService:
-    """Adapter so ``rmq-emu up``'s shutdown hook stops the cluster."""
+class Controls:
+    """A clock, a fault injector and the control API's listening port for one cluster.
 
-    def __init__(self, cluster: Any) -> None:
-        self.cluster = cluster
+    ``clock`` is ``"follow"`` (default: business time runs with the wall clock until advanced),
+    ``"manual"`` or a :class:`ControllableClock`; ``faults`` defaults to a new
+    :class:`FaultInjector`.
+    """
+
+    def __init__(self, reactor: Any, clock: str | ControllableClock = "follow",
+                 faults: FaultInjector | None = None) -> None:
+        self.reactor = reactor
+        self.clock = clock if isinstance(clock, ControllableClock) else ControllableClock(clock, reactor)
+        self.faults = faults if faults is not None else FaultInjector(reactor)
+        self.listening: Any = None
+
+    def build(self, spec: ClusterSpec) -> Cluster:
+        """The production cluster of ``spec`` with this clock as its brokers' business clock and
+        the fault injector hooked into its dispatchers (not started)."""
+        return Cluster(spec, self.reactor, business_clock=self.clock, hooks=[self.faults])
+
+    def serve(self, cluster: Cluster, port: int, host: str = "127.0.0.1") -> int:
+        """Serve the control API for ``cluster`` on ``host:port`` (0 picks a port); returns the
+        port. A taken port raises CannotListenError (the CLI names it in one line)."""
+        from rocketmq_emu.client.control_api import serve_control_api
+
+        self.listening = serve_control_api(cluster, self.clock, self.faults, port, host, self.reactor)
+        return self.listening.getHost().port
+
+    def stop_serving(self) -> defer.Deferred:
+        """Stop listening for control requests (nothing if not serving)."""
+        listening, self.listening = self.listening, None
+        if listening is None:
+            return defer.succeed(None)
+        return defer.maybeDeferred(listening.stopListening)
 
     def stop(self) -> defer.Deferred:
-        """Stop the cluster; fires when it has stopped."""
-        return self.cluster.stop_async()
+        """Stop serving, unhook the fault injector and cancel the clock's wake-up on the reactor.
 
+        ``rmq-emu up``'s shutdown calls this before stopping the cluster, so no control request
+        (a broker start) races the shutdown; the cluster's brokers then stop on the clock as
+        usual (a timer they set re-arms the wake-up)."""
+        def unhook(_: Any) -> None:
+            self.faults.detach_all()
+            self.clock.stop()
 
-def up_with_control(args: Any, cfg: Any, serve: Callable[..., int], announce: Callable[..., None]) -> int:
-    """``rmq-emu up --control-port N``: the same name server + broker, run as an
-    :class:`rocketmq_emu.client.testing.EmbeddedCluster` on a follow-mode controllable clock, plus the
-    control API on 127.0.0.1:N."""
-    def starter(reactor: Any, services: list) -> defer.Deferred:
-        cluster = EmbeddedCluster(
-            config=cfg, store_dir=cfg.store_path_root_dir, host=args.host,
-            namesrv_port=args.namesrv_port, broker_port=cfg.listen_port,
-            control_port=args.control_port, reactor=reactor,
-            # Where `rmq-emu up` keeps the name server's KV config.
-            namesrv_kv_config=os.path.join(cfg.store_path_root_dir, "namesrv", "kvConfig.json"),
-        )
-        services.append(_ClusterService(cluster))
-
-        def started(_: Any) -> None:
-            announce(cfg, args.host, namesrv=cluster.namesrv_addr)
-            print(f"rmq-emu: control API http://127.0.0.1:{cluster.control_port}/ "
-                  "(OpenAPI at /openapi.json)", flush=True)
-
-        return cluster.start_async().addCallback(started)
-
-    return serve(starter)
+        return self.stop_serving().addCallback(unhook)

@@ -19,19 +19,25 @@ Only the broker's timers and timestamps read :attr:`EmbeddedCluster.clock`
 reactor. :attr:`EmbeddedCluster.faults` injects faults and records requests
 (:mod:`rocketmq_emu.client.faults`); :meth:`stop_broker` / :meth:`start_broker` restart the broker on its
 store, :meth:`make_unreachable` / :meth:`make_reachable` close and reopen its ports.
+
+The name server and brokers are the production wiring's (:mod:`rocketmq_emu.broker.cluster`, what
+``rmq-emu up`` runs), built with the clock and faults of
+:class:`rocketmq_emu.client.control_up.Controls` (what ``rmq-emu up --control-port`` adds); this
+module only chooses ports and stores and adds clients.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from twisted.internet import defer
 
+from rocketmq_emu.broker.cluster import BrokerSlot, Cluster, ClusterSpec
 from rocketmq_emu.client.blocking import (
     BlockingAdmin,
     BlockingLitePullConsumer,
@@ -41,7 +47,7 @@ from rocketmq_emu.client.blocking import (
     run_blocking,
 )
 from rocketmq_emu.client.clock import ControllableClock
-from rocketmq_emu.client.faults import FaultInjector
+from rocketmq_emu.client.control_up import Controls
 from rocketmq_emu.client.instance import default_reactor
 from rocketmq_emu.client.testing_tools import (  # noqa: F401 (re-exported)
     MessageCollector,
@@ -62,21 +68,6 @@ TEST_BROKER_SETTINGS: dict[str, Any] = {
     "max_hash_slot_num": 50_000,
     "max_index_num": 200_000,
 }
-
-
-@dataclass
-class BrokerSlot:
-    """One broker of the cluster: its name, port and store survive stop/start."""
-
-    name: str
-    port: int | None
-    store_dir: Path | None = None
-    controller: Any = None
-    config: Any = None
-
-    @property
-    def running(self) -> bool:
-        return self.controller is not None
 
 
 def _broker_names(first: str, count: int) -> list[str]:
@@ -102,6 +93,12 @@ class EmbeddedCluster:
     with several brokers each has a sub-directory named after it.
     ``control_port`` also serves the HTTP control API (:mod:`rocketmq_emu.client.control_api`);
     ``namesrv_kv_config`` persists the name server's KV config (memory only by default).
+
+    The name server and brokers are built and run by the production wiring,
+    :class:`rocketmq_emu.broker.cluster.Cluster` (:attr:`cluster` once started), with the
+    clock and fault injector of :class:`rocketmq_emu.client.control_up.Controls`, as
+    ``rmq-emu up --control-port`` runs them; this class adds ports, a temporary store, small
+    files and clients on top.
     """
 
     def __init__(
@@ -124,7 +121,9 @@ class EmbeddedCluster:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.reactor = reactor if reactor is not None else default_reactor()
-        self.clock = clock if isinstance(clock, ControllableClock) else ControllableClock(clock, self.reactor)
+        self.controls = Controls(self.reactor, clock)
+        self.clock = self.controls.clock
+        self.faults = self.controls.faults
         self.host = host
         self._own_store = store_dir is None
         self._store_dir = Path(store_dir) if store_dir is not None else None
@@ -135,53 +134,64 @@ class EmbeddedCluster:
         self.cluster_name = cluster_name
         self._namesrv_port = namesrv_port
         self.namesrv_kv_config = namesrv_kv_config
-        self.slots = [BrokerSlot(name, broker_port if i == 0 else None)
-                      for i, name in enumerate(_broker_names(broker_name, brokers))]
-        # A given BrokerConfig (rmq-emu up) is used as is; otherwise small test files.
+        self._broker_names = _broker_names(broker_name, brokers)
+        self._first_port = broker_port
+        # A given BrokerConfig is used as is; otherwise small test files.
         self.base_config = config
         self.broker_overrides = {} if config is not None else dict(TEST_BROKER_SETTINGS)
         self.broker_overrides.update(broker_config or {})
         self.control_port = control_port
-        self.faults = FaultInjector(self.reactor)
-        self.namesrv: Any = None
-        self.control: Any = None
+        #: The production cluster (:class:`rocketmq_emu.broker.cluster.Cluster`), once started.
+        self.cluster: Cluster | None = None
         self._clients: list[Any] = []
         self.running = False
 
-    # --- addresses ----------------------------------------------------------------------------
+    # --- addresses and parts (of the production cluster) --------------------------------------------
+    def _started(self) -> Cluster:
+        if self.cluster is None:
+            raise RuntimeError("the cluster is not started")
+        return self.cluster
+
+    @property
+    def namesrv(self) -> Any:
+        """The NameServer (None unless running)."""
+        return self.cluster.namesrv if self.cluster is not None else None
+
     @property
     def namesrv_addr(self) -> str:
         """``host:port`` of the name server."""
+        if self.cluster is not None:
+            return self.cluster.namesrv_addr
         return f"{self.host}:{self._namesrv_port}"
+
+    @property
+    def slots(self) -> list[BrokerSlot]:
+        """The brokers (empty before the start)."""
+        return self.cluster.slots if self.cluster is not None else []
 
     def slot(self, name: str | None = None) -> BrokerSlot:
         """The broker called ``name`` (the first if None)."""
-        if name is None:
-            return self.slots[0]
-        for slot in self.slots:
-            if slot.name == name:
-                return slot
-        raise KeyError(f"no broker {name!r} in this cluster ({[s.name for s in self.slots]})")
+        return self._started().slot(name)
 
     @property
     def broker(self) -> Any:
         """The first broker's BrokerController (None while it is stopped)."""
-        return self.slots[0].controller
+        return self.cluster.broker if self.cluster is not None else None
 
     @property
     def broker_config(self) -> Any:
         """The first broker's BrokerConfig."""
-        return self.slots[0].config
+        return self._started().slots[0].config
 
     @property
     def broker_addr(self) -> str:
         """``host:port`` the first broker is advertised at."""
-        return f"{self.host}:{self.slots[0].port}"
+        return self._started().broker_addr
 
     @property
     def broker_addrs(self) -> dict[str, str]:
         """Broker name -> advertised ``host:port``."""
-        return {s.name: f"{self.host}:{s.port}" for s in self.slots}
+        return self._started().broker_addrs
 
     @property
     def store_dir(self) -> Path:
@@ -196,79 +206,52 @@ class EmbeddedCluster:
 
     def broker_store(self, name: str | None = None) -> Any:
         """The MessageStore of the broker called ``name`` (None while it is stopped)."""
-        controller = self.slot(name).controller
-        return getattr(controller, "store", None) if controller is not None else None
+        return self._started().broker_store(name)
 
     # --- lifecycle (Twisted) ---------------------------------------------------------------------
     def start_async(self) -> defer.Deferred:
         """Start name server, brokers (and control API); fires with self."""
         return defer.ensureDeferred(self._start())
 
-    async def _start(self) -> EmbeddedCluster:
-        from rocketmq_emu.namesrv.server import NameServer
+    def _spec(self) -> ClusterSpec:
+        """The production cluster's spec: free ports, the store (a sub-directory per broker
+        when there are several), test-sized files unless a whole config was given."""
+        from rocketmq_emu.broker.config import BrokerConfig
 
         if self._store_dir is None:
             self._store_dir = Path(tempfile.mkdtemp(prefix="rmq-emu-store-"))
-        self.namesrv = NameServer(self.reactor, self._namesrv_port, self.host,
-                                  kv_config_path=self.namesrv_kv_config)
-        await self.namesrv.start()
-        self._namesrv_port = self.namesrv.port
-        self.faults.attach("namesrv", self.namesrv.dispatcher)
-        for slot in self.slots:
-            if slot.port is None:
-                slot.port = free_broker_port(self.host)
-            if slot.store_dir is None:
-                slot.store_dir = self.store_dir if len(self.slots) == 1 else self.store_dir / slot.name
-            await self._start_broker(slot)
-        if self.control_port is not None:
-            from rocketmq_emu.client.control_api import serve_control_api
+        configs = []
+        for i, name in enumerate(self._broker_names):
+            if self.base_config is not None:
+                cfg = copy.copy(self.base_config)
+            else:
+                cfg = BrokerConfig()
+                cfg.broker_cluster_name = self.cluster_name
+            cfg.broker_name = name
+            port = self._first_port if i == 0 else None
+            cfg.listen_port = port if port is not None else free_broker_port(self.host)
+            store = self.store_dir if len(self._broker_names) == 1 else self.store_dir / name
+            cfg.store_path_root_dir = str(store)
+            for key, value in self.broker_overrides.items():
+                if not hasattr(cfg, key):
+                    raise ValueError(f"BrokerConfig has no setting {key!r}")
+                setattr(cfg, key, value)
+            configs.append(cfg)
+        kv = str(self.namesrv_kv_config) if self.namesrv_kv_config is not None else None
+        return ClusterSpec(brokers=configs, host=self.host, namesrv_port=self._namesrv_port,
+                           namesrv_kv_config=kv, store_dir=str(self.store_dir))
 
-            # The control API is for this machine only: always loopback.
-            self.control = serve_control_api(self, self.control_port, "127.0.0.1", self.reactor)
-            self.control_port = self.control.getHost().port
+    async def _start(self) -> EmbeddedCluster:
+        cluster = self.cluster = self.controls.build(self._spec())
+        await cluster.start()
+        if self.control_port is not None:
+            try:
+                self.control_port = self.controls.serve(cluster, self.control_port)
+            except Exception:
+                await cluster.stop()
+                raise
         self.running = True
         return self
-
-    def _make_config(self, slot: BrokerSlot) -> Any:
-        import copy
-
-        from rocketmq_emu.broker.config import BrokerConfig
-
-        if self.base_config is not None:
-            cfg = copy.copy(self.base_config)
-        else:
-            cfg = BrokerConfig()
-            cfg.broker_cluster_name = self.cluster_name
-        cfg.broker_name = slot.name
-        cfg.listen_port = slot.port
-        cfg.namesrv_addr = self.namesrv_addr
-        cfg.store_path_root_dir = str(slot.store_dir)
-        for key, value in self.broker_overrides.items():
-            if not hasattr(cfg, key):
-                raise ValueError(f"BrokerConfig has no setting {key!r}")
-            setattr(cfg, key, value)
-        return cfg
-
-    async def _start_broker(self, slot: BrokerSlot) -> None:
-        from rocketmq_emu.broker.controller import BrokerController
-
-        if slot.controller is not None:
-            return
-        slot.config = self._make_config(slot)
-        # Business time (store timestamps, delay levels, retries, timers) follows the
-        # controllable clock; liveness stays on the reactor, so advancing hours neither expires
-        # clients' channels and queue locks nor ends parked pulls or request timeouts.
-        broker = BrokerController(slot.config, reactor=self.reactor, host=self.host,
-                                  business_clock=self.clock)
-        slot.controller = broker
-        self.faults.attach("broker", broker.dispatcher, slot.name)
-        self.faults.attach("broker", broker.vip_dispatcher, slot.name)
-        try:
-            await defer.maybeDeferred(broker.start)
-        except Exception:
-            self.faults.detach(slot.name)
-            slot.controller = None
-            raise
 
     def stop_async(self) -> defer.Deferred:
         """Stop clients made by the cluster, the brokers (stores flushed) and the name server."""
@@ -282,26 +265,14 @@ class EmbeddedCluster:
             except Exception:
                 log.exception("shutting down %r failed", c)
         self._clients.clear()
-        if self.control is not None:
-            await defer.maybeDeferred(self.control.stopListening)
-            self.control = None
-        for slot in self.slots:
-            await self._stop_broker(slot)
-        if self.namesrv is not None:
-            await self.namesrv.stop()
-            self.namesrv = None
+        await self.controls.stop_serving()
+        if self.cluster is not None:
+            await self.cluster.stop()
         self.faults.detach_all()
         self.clock.stop()
         self.running = False
         if self._own_store and self._store_dir is not None:
             shutil.rmtree(self._store_dir, ignore_errors=True)
-
-    async def _stop_broker(self, slot: BrokerSlot) -> None:
-        broker, slot.controller = slot.controller, None
-        if broker is None:
-            return
-        self.faults.detach(slot.name)
-        await defer.maybeDeferred(broker.stop)
 
     # --- lifecycle (blocking) --------------------------------------------------------------------
     def start(self) -> EmbeddedCluster:
@@ -318,23 +289,18 @@ class EmbeddedCluster:
     def __exit__(self, *exc: Any) -> None:
         self.stop()
 
-    # --- broker faults ---------------------------------------------------------------------------
+    # --- broker faults (the production cluster's, plus blocking forms) ----------------------------
     def stop_broker_async(self, name: str | None = None) -> defer.Deferred:
         """Stop a broker (the first by default), keeping its store and port for a restart."""
-        return defer.ensureDeferred(self._stop_broker(self.slot(name)))
+        return self._started().stop_broker(name)
 
     def start_broker_async(self, name: str | None = None) -> defer.Deferred:
         """Start a stopped broker again on the same store and port."""
-        return defer.ensureDeferred(self._start_broker(self.slot(name)))
-
-    async def _restart(self, name: str | None) -> None:
-        slot = self.slot(name)
-        await self._stop_broker(slot)
-        await self._start_broker(slot)
+        return self._started().start_broker(name)
 
     def restart_broker_async(self, name: str | None = None) -> defer.Deferred:
         """Stop and start a broker on its store."""
-        return defer.ensureDeferred(self._restart(name))
+        return self._started().restart_broker(name)
 
     def stop_broker(self, name: str | None = None) -> None:
         """Blocking :meth:`stop_broker_async`."""
@@ -348,22 +314,10 @@ class EmbeddedCluster:
         """Blocking :meth:`restart_broker_async`."""
         run_blocking(self.restart_broker_async, name, timeout=60)
 
-    @staticmethod
-    def _factories(server: Any) -> list[Any]:
-        return [f for attr in ("factory", "vip_factory") if (f := getattr(server, attr, None))]
-
     def close_connections_async(self, target: str = "broker", name: str | None = None) -> defer.Deferred:
         """Close every client connection to ``target`` ("broker": all brokers, or the one
         called ``name``; "namesrv"); clients reconnect on their next request."""
-        if target == "namesrv":
-            servers = [self.namesrv] if self.namesrv is not None else []
-        elif name is not None or target not in ("broker", "any"):
-            servers = [self.slot(name or target).controller]
-        else:
-            servers = [s.controller for s in self.slots]
-        waits = [defer.maybeDeferred(f.close_all) for srv in servers if srv is not None
-                 for f in self._factories(srv)]
-        return defer.DeferredList(waits)
+        return self._started().close_connections(target, name)
 
     def close_connections(self, target: str = "broker", name: str | None = None) -> None:
         """Blocking :meth:`close_connections_async`."""
@@ -372,22 +326,11 @@ class EmbeddedCluster:
     def make_unreachable_async(self, name: str | None = None) -> defer.Deferred:
         """Stop listening on a broker's ports and drop its connections: connects are refused
         until :meth:`make_reachable`. The broker keeps running (timers, store)."""
-        return defer.ensureDeferred(self._unreachable(name))
-
-    async def _unreachable(self, name: str | None) -> None:
-        broker = self.slot(name).controller
-        if broker is None:
-            return
-        await defer.maybeDeferred(broker.stop_listening)
-        for factory in self._factories(broker):
-            await factory.close_all()
+        return self._started().make_unreachable(name)
 
     def make_reachable_async(self, name: str | None = None) -> defer.Deferred:
         """Listen again on a broker's ports (undo :meth:`make_unreachable`)."""
-        broker = self.slot(name).controller
-        if broker is None:
-            return defer.succeed(None)
-        return defer.maybeDeferred(broker.start_listening)
+        return self._started().make_reachable(name)
 
     def make_unreachable(self, name: str | None = None) -> None:
         """Blocking :meth:`make_unreachable_async`."""
