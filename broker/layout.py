@@ -88,7 +88,7 @@ class Layout:
         )
         #: Size with every variable part empty (a record with no body, topic, properties).
         self.min_size: int = sum(f.size for f in fields)
-        self._structs: dict[tuple[str | None, str | None], struct.Struct] = {}
+        self._structs: dict[tuple[str | None, ...], struct.Struct] = {}
 
     # --- derivation ---------------------------------------------------------------------------
     def _field(self, con: cs.Construct, context: cs.Container, name: str | None) -> tuple[str, int, bool]:
@@ -177,6 +177,24 @@ class Layout:
         compiled = self._structs.get(key)
         if compiled is None:
             compiled = self._structs[key] = struct.Struct(self.format(first, last))
+        return compiled
+
+    def sparse_struct(self, names: tuple[str, ...]) -> struct.Struct:
+        """A struct reading only ``names`` (at fixed offsets, in order), the bytes between
+        them skipped as pad bytes: for a reader that needs a few fields of a long prefix."""
+        key = ("sparse", *names)
+        compiled = self._structs.get(key)
+        if compiled is None:
+            parts, at = [], 0
+            for name in names:
+                offset = self.offset(name)
+                if offset < at:
+                    raise LayoutError(f"field {name!r} is out of order in {names}")
+                if offset > at:
+                    parts.append(f"{offset - at}x")
+                parts.append(self.field(name).codes)
+                at = offset + self.field(name).size
+            compiled = self._structs[key] = struct.Struct(self.byte_order + "".join(parts))
         return compiled
 
     def __repr__(self) -> str:

@@ -19,7 +19,14 @@ from operator import attrgetter
 
 from rocketmq_emu.broker.commitlog.bodycrc import crc32
 from rocketmq_emu.broker.commitlog.encoder import props_string
-from rocketmq_emu.broker.commitlog.record import END_FILE_MIN_BLANK_LENGTH, MAX_PROPERTIES_LENGTH
+from rocketmq_emu.broker.commitlog.record import (
+    END_FILE_MIN_BLANK_LENGTH,
+    I16,
+    I32,
+    MAX_PROPERTIES_LENGTH,
+    V4,
+    V4_LAYOUT,
+)
 from rocketmq_emu.broker.commitlog.results import AppendMessageResult, AppendMessageStatus
 from rocketmq_emu.broker.message import (
     BORNHOST_V6_FLAG,
@@ -28,8 +35,20 @@ from rocketmq_emu.broker.message import (
     TRANSACTION_ROLLBACK_TYPE,
 )
 
-_FIELDS = 19  # 15 fixed fields (TOTALSIZE .. BODYLENGTH), body, topic block, PROPERTIESLENGTH, properties
-_I32 = struct.Struct(">i")
+# One record's struct codes around its three variable parts: the fixed fields totalSize ..
+# bodyLength (the record's V4 shape), then body, topic block (its length byte(s) included, as
+# the encoder gives it), propertiesLength, properties.
+_FIXED_CODES = V4_LAYOUT.codes("totalSize", "bodyLength")
+_PROPS_LENGTH_CODES = V4_LAYOUT.codes("propertiesLength")
+_ORDER = V4_LAYOUT.byte_order
+# Values per record in the flat argument list: the 15 fixed fields, then the four above.
+_FIELDS = V4_LAYOUT.names.index("bodyLength") + 1 + 4
+_I32 = I32
+
+
+def _record_codes(blen: int, tl: int, plen: int) -> str:
+    """Struct codes of one IPv4 record with these body, topic-block and properties lengths."""
+    return f"{_FIXED_CODES}{blen}s{tl}s{_PROPS_LENGTH_CODES}{plen}s"
 _HOST_FLAGS_OFF = ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
 _crc32 = crc32
 _tuple_new = tuple.__new__
@@ -80,8 +99,7 @@ def _batch_shape(n: int, blen: int, tl: int, plen: int):
     if fn is None:
         if len(_shapes) >= _SHAPE_CACHE_LIMIT:
             _shapes.clear()
-        fn = _shapes[key] = struct.Struct(
-            ">" + f"iiiiiqqiq8sq8siqi{blen}s{tl}sh{plen}s" * n).pack_into
+        fn = _shapes[key] = struct.Struct(_ORDER + _record_codes(blen, tl, plen) * n).pack_into
     return fn
 
 
@@ -129,7 +147,7 @@ def append_batch_fast(commitlog, records: list) -> tuple[AppendMessageResult, Ba
             error=f"properties length {max(plens)} exceeds {MAX_PROPERTIES_LENGTH} bytes"), None
     blens = list(map(len, bodies))
     tl = len(tb)
-    fixed = 90 + tl
+    fixed = V4.size + I16.size + tl
     uniform = blens.count(blens[0]) == n and plens.count(plens[0]) == n
     if uniform:
         size0 = fixed + blens[0] + plens[0]
@@ -161,8 +179,8 @@ def append_batch_fast(commitlog, records: list) -> tuple[AppendMessageResult, Ba
     if uniform:  # every record the same body and properties lengths: one cached struct
         pack = _batch_shape(n, blens[0], tl, plens[0])
     else:
-        pack = partial(struct.pack_into, ">" + "".join(
-            f"iiiiiqqiq8sq8siqi{b}s{tl}sh{p}s" for b, p in zip(blens, plens, strict=True)))
+        pack = partial(struct.pack_into, _ORDER + "".join(
+            _record_codes(b, tl, p) for b, p in zip(blens, plens, strict=True)))
     flat: list = [None] * (n * _FIELDS)
     flat[0::_FIELDS] = sizes
     flat[0] = -total  # unpublished: recovery drops exactly this extent; patched last

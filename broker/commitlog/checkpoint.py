@@ -7,44 +7,39 @@ big-endian, the rest zero. Each timestamp is the store time (ms) of the newest r
 commitlog bytes / consume-queue units / index entries are known flushed. Abnormal recovery
 starts from the file whose first record is older than ``min_timestamp``.
 
-:data:`CHECKPOINT` is the readable ``construct`` spec; reads and writes use :data:`_CP`.
+:data:`CHECKPOINT` is the ``construct`` declaration; reads and writes use :data:`_CP`, derived
+from it at import.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import struct
-from typing import Any
+
+import construct as cs
 
 from rocketmq_emu.broker.commitlog.mapped_file import MappedFileError
-from rocketmq_emu.broker.lazy import lazy_specs
+from rocketmq_emu.broker.layout import Layout
 
 log = logging.getLogger(__name__)
 
+#: ``StoreCheckpoint``'s file: one page (``OS_PAGE_SIZE``).
 CHECKPOINT_FILE_SIZE = 4096
-
-
-def _specs() -> dict[str, Any]:
-    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
-    import construct as cs
-
-    CHECKPOINT = cs.Struct(
-        "physicMsgTimestamp" / cs.Int64sb,
-        "logicsMsgTimestamp" / cs.Int64sb,
-        "indexMsgTimestamp" / cs.Int64sb,
-        "masterFlushedOffset" / cs.Int64sb,
-        "confirmPhyOffset" / cs.Int64sb,
-        cs.Padding(CHECKPOINT_FILE_SIZE - 40),
-    )
-    """construct declaration of the checkpoint file."""
-    return {"CHECKPOINT": CHECKPOINT}
-
-
-__getattr__ = lazy_specs(__name__, _specs)
-
-
-_CP = struct.Struct(">qqqqq")
+_FIELDS = cs.Struct(
+    "physicMsgTimestamp" / cs.Int64sb,
+    "logicsMsgTimestamp" / cs.Int64sb,
+    "indexMsgTimestamp" / cs.Int64sb,
+    "masterFlushedOffset" / cs.Int64sb,
+    "confirmPhyOffset" / cs.Int64sb,
+)
+#: The checkpoint file: the five values, then zeros to the page's end.
+CHECKPOINT = cs.Struct(
+    *_FIELDS.subcons,
+    cs.Padding(CHECKPOINT_FILE_SIZE - _FIELDS.sizeof()),
+)
+_LAYOUT = Layout(CHECKPOINT)
+#: The values, physicMsgTimestamp .. confirmPhyOffset (40 bytes).
+_CP = _LAYOUT.struct("physicMsgTimestamp", "confirmPhyOffset")
 
 
 class StoreCheckpoint:

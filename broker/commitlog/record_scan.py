@@ -9,51 +9,49 @@ values and errors are the broker's own codec's.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from importlib.util import find_spec
 from itertools import repeat
 
 from rocketmq_emu.broker.commitlog.record import (
     BLANK_MAGIC_CODE,
-    HEAD,
+    BODY_CRC_AT,
+    BODY_LENGTH_AT,
     I16,
     I32,
     I64,
+    MAGIC_CODE_AT,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
+    MIN_TAIL_SIZE,
     PEEK,
+    PHYSICAL_OFFSET_AT,
+    SYS_FLAG_AT,
     V4,
+    V4_LAYOUT,
     MessageRecord,
     RecordError,
     body_crc,
     decode_record,
     host_len,
+    record_layout,
 )
 from rocketmq_emu.broker.message import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 
 # --- columnar scan (reports/, bench/) -------------------------------------------------------------
-#: Names :func:`scan_columns` can fill, in record order: the construct spec's field names plus the
-#: three length fields.
-SCAN_FIELDS = (
-    "totalSize", "magicCode", "bodyCRC", "queueId", "flag", "queueOffset", "physicalOffset",
-    "sysFlag", "bornTimestamp", "bornHost", "storeTimestamp", "storeHostAddress",
-    "reconsumeTimes", "preparedTransactionOffset", "bodyLength", "body", "topicLength", "topic",
-    "propertiesLength", "properties",
-)
-# Index of each fixed field in a V4 tuple (IPv4 hosts); the hosts are raw 8-byte blocks there.
-_V4_INDEX = {
-    "totalSize": 0, "magicCode": 1, "bodyCRC": 2, "queueId": 3, "flag": 4, "queueOffset": 5,
-    "physicalOffset": 6, "sysFlag": 7, "bornTimestamp": 8, "bornHost": 9, "storeTimestamp": 10,
-    "storeHostAddress": 11, "reconsumeTimes": 12, "preparedTransactionOffset": 13,
-    "bodyLength": 14,
-}
-# totalSize, magicCode, sysFlag, bodyLength: the IPv4 offsets 0, 4, 36 and 84.
-_LEAN = struct.Struct(">ii28xi44xi")
+#: Names :func:`scan_columns` can fill, in record order: the field names of the construct
+#: declaration (``record.RECORD``), length fields included.
+SCAN_FIELDS = V4_LAYOUT.names
+# The fixed fields, totalSize .. bodyLength: the values of one V4 tuple (IPv4 hosts, raw
+# 8-byte blocks there), in that order.
+_V4_FIELDS = SCAN_FIELDS[: SCAN_FIELDS.index("bodyLength") + 1]
+_V4_INDEX = {name: i for i, name in enumerate(_V4_FIELDS)}
+# totalSize, magicCode, sysFlag and bodyLength only: what locating the tail needs.
+_LEAN = V4_LAYOUT.sparse_struct(("totalSize", "magicCode", "sysFlag", "bodyLength"))
 _MAGICS = (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2)
+_TL1 = V4_LAYOUT.size("topicLength")  # V1's one-byte topicLength
 _V1_MAGIC_BYTES = I32.pack(MESSAGE_MAGIC_CODE)
 _V2_MAGIC_BYTES = I32.pack(MESSAGE_MAGIC_CODE_V2)
-_PHYS_AT = 28  # PHYSICALOFFSET's byte offset in a record
 
 
 @dataclass(slots=True)
@@ -82,7 +80,7 @@ def is_record_start(buf, pos: int, base_offset: int) -> bool:
     total, magic = PEEK.unpack_from(buf, pos)
     if magic not in _MAGICS or total < V4.size:
         return False
-    return I64.unpack_from(buf, pos + _PHYS_AT)[0] == base_offset + pos
+    return I64.unpack_from(buf, pos + PHYSICAL_OFFSET_AT)[0] == base_offset + pos
 
 
 def find_record_start(
@@ -103,11 +101,11 @@ def find_record_start(
     for magic_bytes in (_V1_MAGIC_BYTES, _V2_MAGIC_BYTES):
         # A hit at h is a candidate start h - 4 < stop, so the match may end at stop + 7.
         # The second magic is only searched before the first one's hit.
-        limit = min(stop if best is None else best, blen) + 7
-        hit = find(magic_bytes, start + 4, limit)
+        limit = min(stop if best is None else best, blen) + MAGIC_CODE_AT + I32.size - 1
+        hit = find(magic_bytes, start + MAGIC_CODE_AT, limit)
         while hit != -1:
-            if is_record_start(buf, hit - 4, base_offset):
-                best = hit - 4
+            if is_record_start(buf, hit - MAGIC_CODE_AT, base_offset):
+                best = hit - MAGIC_CODE_AT
                 break
             hit = find(magic_bytes, hit + 1, limit)
     return best
@@ -147,7 +145,9 @@ def scan_columns(
     columns: dict[str, list] = {name: [] for name in fields}
     fixed = [(_V4_INDEX[name], columns[name].append) for name in fields if name in _V4_INDEX]
     # Without fixed fields a narrower struct reads only what locating the tail needs.
-    head, si, bi = (V4, 7, 14) if fixed else (_LEAN, 2, 3)
+    head, si, bi = (
+        (V4, _V4_INDEX["sysFlag"], _V4_INDEX["bodyLength"]) if fixed else (_LEAN, 2, 3)
+    )
     want_body = "body" in columns
     want_topic_len = "topicLength" in columns
     want_topic = "topic" in columns
@@ -162,11 +162,13 @@ def scan_columns(
     topic_cache: dict[bytes, str] = {}
     v6_bits = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
     v4_size = V4.size
+    i16 = I16.size
+    tl1 = _TL1
     end = "stop"
     error = None
     n = 0
     while pos < stop and n < max_records:
-        if pos + 8 > blen:
+        if pos + PEEK.size > blen:
             end = "eof"
             break
         total, magic = unpack_peek(buf, pos)
@@ -187,27 +189,27 @@ def scan_columns(
                 vals = None
             else:
                 p = pos + v4_size + body_len
-                if body_len < 0 or p + 3 > limit:
+                if body_len < 0 or p + MIN_TAIL_SIZE > limit:
                     vals = None
                 elif magic == MESSAGE_MAGIC_CODE:
                     tl = buf[p]
-                    p += 1
+                    p += tl1
                 else:
                     tl = unpack_i16(buf, p)[0]
-                    p += 2
+                    p += i16
                 if vals is not None:
                     tp = p
                     p += tl
-                    if tl < 0 or p + 2 > limit:
+                    if tl < 0 or p + i16 > limit:
                         vals = None
                     else:
                         pl = unpack_i16(buf, p)[0]
-                        p += 2
+                        p += i16
                         if pl < 0 or p + pl != limit:
                             vals = None
                         elif check_crc:
                             body_at = pos + v4_size
-                            stored_crc = I32.unpack_from(buf, pos + 8)[0]
+                            stored_crc = I32.unpack_from(buf, pos + BODY_CRC_AT)[0]
                             if body_crc(bytes(buf[body_at : body_at + body_len])) != stored_crc:
                                 vals = None  # decode_record(check_crc=True) names the error
         if vals is None:
@@ -254,6 +256,9 @@ def _append_record(columns: dict[str, list], rec: MessageRecord, buf, pos: int) 
     """Append a decoded record's values to ``columns`` (the slow path of scan_columns)."""
     bh = host_len(rec.sys_flag, BORNHOST_V6_FLAG)
     sh = host_len(rec.sys_flag, STOREHOSTADDRESS_V6_FLAG)
+    layout = record_layout(rec.sys_flag)
+    born_at = layout.offset("bornHost")
+    store_at = layout.offset("storeHostAddress")
     topic_raw = rec.topic.encode("utf-8")
     props = rec.properties_str or ""
     values = {
@@ -261,9 +266,9 @@ def _append_record(columns: dict[str, list], rec: MessageRecord, buf, pos: int) 
         "queueId": rec.queue_id, "flag": rec.flag, "queueOffset": rec.queue_offset,
         "physicalOffset": rec.physical_offset, "sysFlag": rec.sys_flag,
         "bornTimestamp": rec.born_timestamp,
-        "bornHost": bytes(buf[pos + HEAD.size : pos + HEAD.size + bh]),
+        "bornHost": bytes(buf[pos + born_at : pos + born_at + bh]),
         "storeTimestamp": rec.store_timestamp,
-        "storeHostAddress": bytes(buf[pos + HEAD.size + bh + 8 : pos + HEAD.size + bh + 8 + sh]),
+        "storeHostAddress": bytes(buf[pos + store_at : pos + store_at + sh]),
         "reconsumeTimes": rec.reconsume_times,
         "preparedTransactionOffset": rec.prepared_transaction_offset,
         "bodyLength": len(rec.body), "body": rec.body, "topicLength": len(topic_raw),
@@ -277,13 +282,7 @@ def _append_record(columns: dict[str, list], rec: MessageRecord, buf, pos: int) 
 # Fields that need a Python object per row anyway (bytes / str of variable content).
 _PER_ROW_FIELDS = frozenset(("body", "properties"))
 # (byte offset, width) of the fixed fields of an IPv4 record (the V4 layout).
-_V4_AT = {
-    "totalSize": (0, 4), "magicCode": (4, 4), "bodyCRC": (8, 4), "queueId": (12, 4),
-    "flag": (16, 4), "queueOffset": (20, 8), "physicalOffset": (28, 8), "sysFlag": (36, 4),
-    "bornTimestamp": (40, 8), "bornHost": (48, 8), "storeTimestamp": (56, 8),
-    "storeHostAddress": (64, 8), "reconsumeTimes": (72, 4), "preparedTransactionOffset": (76, 8),
-    "bodyLength": (84, 4),
-}
+_V4_AT = {name: (V4_LAYOUT.offset(name), V4_LAYOUT.size(name)) for name in _V4_FIELDS}
 _VECTOR_MIN = 64  # below this many records the per-record loop is as fast
 # numpy comes with the ``reports`` extra (its only user); without it every scan takes the
 # per-record loop, which gives the same values.
@@ -310,7 +309,7 @@ def _scan_vectorized(buf, pos: int, stop: int, fields, max_records: int) -> Colu
     for _ in repeat(None, max_records):
         if pos >= stop:
             break
-        if pos + 8 > blen:
+        if pos + PEEK.size > blen:
             end = "eof"
             break
         total, magic = unpack_peek(buf, pos)
@@ -342,19 +341,19 @@ def _scan_vectorized(buf, pos: int, stop: int, fields, max_records: int) -> Colu
         g = arr[offsets[:, None] + ranges[width]]
         return g.view(f">{kind}{width}").ravel()
 
-    total = gather(P, 4).astype(np.int64)
-    sys_flag = gather(P + 36, 4)
-    body_len = gather(P + 84, 4).astype(np.int64)
+    total = gather(P, I32.size).astype(np.int64)
+    sys_flag = gather(P + SYS_FLAG_AT, I32.size)
+    body_len = gather(P + BODY_LENGTH_AT, I32.size).astype(np.int64)
     limit = P + total
     tpos = P + v4_size + body_len
     ok = ((sys_flag & (BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)) == 0) & (body_len >= 0)
-    ok &= tpos + 3 <= limit
+    ok &= tpos + MIN_TAIL_SIZE <= limit
     tpos_safe = np.where(ok, tpos, P)
     topic_len = arr[tpos_safe].astype(np.int64)
-    ppos = tpos_safe + 1 + topic_len
-    ok &= ppos + 2 <= limit
-    props_len = gather(np.where(ok, ppos, P), 2).astype(np.int64)
-    ok &= (props_len >= 0) & (ppos + 2 + props_len == limit)
+    ppos = tpos_safe + _TL1 + topic_len
+    ok &= ppos + I16.size <= limit
+    props_len = gather(np.where(ok, ppos, P), I16.size).astype(np.int64)
+    ok &= (props_len >= 0) & (ppos + I16.size + props_len == limit)
     bad = np.flatnonzero(~ok)
     if bad.size:
         k = int(bad[0])
@@ -371,8 +370,8 @@ def _scan_vectorized(buf, pos: int, stop: int, fields, max_records: int) -> Colu
     columns: dict[str, list] = {}
     for name in fields:
         if name in ("bornHost", "storeHostAddress"):
-            off = _V4_AT[name][0]
-            columns[name] = arr[(P + off)[:, None] + ranges[8]].view("V8").ravel().tolist()
+            off, width = _V4_AT[name]
+            columns[name] = arr[(P + off)[:, None] + ranges[width]].view(f"V{width}").ravel().tolist()
         elif name == "bodyLength":
             columns[name] = body_len.tolist()
         elif name in _V4_AT:
@@ -383,7 +382,7 @@ def _scan_vectorized(buf, pos: int, stop: int, fields, max_records: int) -> Colu
         elif name == "propertiesLength":
             columns[name] = props_len.tolist()
         elif name == "topic":
-            columns[name] = _topics(np, arr, tpos_safe + 1, topic_len)
+            columns[name] = _topics(np, arr, tpos_safe + _TL1, topic_len)
     return ColumnScan(columns, positions, next_pos, end)
 
 

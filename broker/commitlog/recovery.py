@@ -27,7 +27,6 @@ to throw acknowledged data away:
 from __future__ import annotations
 
 import logging
-import struct
 import zlib
 from dataclasses import dataclass, field
 
@@ -35,18 +34,25 @@ from rocketmq_emu.broker.commitlog.commitlog import CommitLog
 from rocketmq_emu.broker.commitlog.mapped_file import MappedFile, MappedFileError
 from rocketmq_emu.broker.commitlog.record import (
     BLANK_MAGIC_CODE,
+    BODY_CRC_AT,
+    BODY_LENGTH_AT_BY_HOSTS,
+    I16,
+    I32,
+    I64,
+    MAGIC_CODE_AT,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
+    MIN_RECORD_SIZE,
+    MIN_TAIL_SIZE,
+    PEEK,
+    STORE_TIMESTAMP_AT_BY_HOSTS,
+    SYS_FLAG_AT,
 )
 from rocketmq_emu.broker.message import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 
 log = logging.getLogger(__name__)
 
-_HEAD = struct.Struct(">iiiiiqqiq")  # totalSize .. bornTimestamp (48 bytes)
-_I64 = struct.Struct(">q")
-_I32 = struct.Struct(">i")
-_I16 = struct.Struct(">h")
-_MIN_RECORD = 91
+_V6_BITS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
 
 END = 0
 BLANK = -1
@@ -68,9 +74,9 @@ class BadRecord(Exception):
 def check_record(mm, pos: int, limit: int, check_crc: bool) -> int:
     """Size of the valid record at ``pos``; END (0) for end of data, BLANK (-1) for the
     end-of-file filler; raises :class:`BadRecord`."""
-    if pos + 8 > limit:
+    if pos + PEEK.size > limit:
         return END
-    size, magic = struct.unpack_from(">ii", mm, pos)
+    size, magic = PEEK.unpack_from(mm, pos)
     if magic == BLANK_MAGIC_CODE:
         return BLANK
     if size == 0 or size < 0 and magic in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
@@ -78,34 +84,32 @@ def check_record(mm, pos: int, limit: int, check_crc: bool) -> int:
         return END
     if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
         raise BadRecord(f"wrong magic {magic & 0xFFFFFFFF:#010x}")
-    if size < _MIN_RECORD or pos + size > limit:
+    if size < MIN_RECORD_SIZE or pos + size > limit:
         raise BadRecord(f"TOTALSIZE {size} impossible ({limit - pos} bytes left in the file)")
-    sys_flag = _I32.unpack_from(mm, pos + 36)[0]
-    bh = 20 if sys_flag & BORNHOST_V6_FLAG else 8
-    sh = 20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8
-    p = pos + 48 + bh + 8 + sh + 12
-    body_len = _I32.unpack_from(mm, p)[0]
-    p += 4
+    sys_flag = I32.unpack_from(mm, pos + SYS_FLAG_AT)[0]
+    p = pos + BODY_LENGTH_AT_BY_HOSTS[sys_flag & _V6_BITS]
+    body_len = I32.unpack_from(mm, p)[0]
+    p += I32.size
     end = pos + size
-    if body_len < 0 or p + body_len + 3 > end:
+    if body_len < 0 or p + body_len + MIN_TAIL_SIZE > end:
         raise BadRecord(f"BODYLENGTH {body_len} does not fit TOTALSIZE {size}")
     body_at = p
     p += body_len
     if magic == MESSAGE_MAGIC_CODE:
-        topic_len = mm[p]
+        topic_len = mm[p]  # V1: a one-byte topicLength
         p += 1
     else:
-        topic_len = _I16.unpack_from(mm, p)[0]
-        p += 2
+        topic_len = I16.unpack_from(mm, p)[0]
+        p += I16.size
     p += topic_len
-    if topic_len < 0 or p + 2 > end:
+    if topic_len < 0 or p + I16.size > end:
         raise BadRecord(f"TOPICLENGTH {topic_len} does not fit TOTALSIZE {size}")
-    props_len = _I16.unpack_from(mm, p)[0]
-    p += 2 + props_len
+    props_len = I16.unpack_from(mm, p)[0]
+    p += I16.size + props_len
     if props_len < 0 or p != end:
         raise BadRecord(f"TOTALSIZE {size} but the fields add up to {p - pos}")
     if check_crc:
-        crc = _I32.unpack_from(mm, pos + 8)[0]
+        crc = I32.unpack_from(mm, pos + BODY_CRC_AT)[0]
         if zlib.crc32(memoryview(mm)[body_at : body_at + body_len]) & 0x7FFFFFFF != crc:
             raise BadRecord(f"BODYCRC mismatch (stored {crc})", size, framing=False)
     return size
@@ -113,12 +117,11 @@ def check_record(mm, pos: int, limit: int, check_crc: bool) -> int:
 
 def first_store_timestamp(mf: MappedFile) -> int:
     """STORETIMESTAMP of the file's first record, 0 if it does not start with a record."""
-    size, magic = struct.unpack_from(">ii", mf.mm, 0)
+    size, magic = PEEK.unpack_from(mf.mm, 0)
     if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2) or size <= 0:
         return 0
-    sys_flag = _I32.unpack_from(mf.mm, 36)[0]
-    bh = 20 if sys_flag & BORNHOST_V6_FLAG else 8
-    return _I64.unpack_from(mf.mm, 48 + bh)[0]
+    sys_flag = I32.unpack_from(mf.mm, SYS_FLAG_AT)[0]
+    return I64.unpack_from(mf.mm, STORE_TIMESTAMP_AT_BY_HOSTS[sys_flag & _V6_BITS])[0]
 
 
 @dataclass
@@ -133,7 +136,7 @@ class RecoveryResult:
     records: int = 0
 
 
-_MAGIC_BYTES = (_I32.pack(MESSAGE_MAGIC_CODE), _I32.pack(MESSAGE_MAGIC_CODE_V2))
+_MAGIC_BYTES = (I32.pack(MESSAGE_MAGIC_CODE), I32.pack(MESSAGE_MAGIC_CODE_V2))
 
 
 #: How far past the end of the valid records recovery looks for more data. A torn write is
@@ -167,11 +170,11 @@ def _valid_record_after(files: list[MappedFile], idx: int, pos: int) -> int | No
         start = pos + 1 if j == idx else 0
         stop = min(start + TAIL_WINDOW, mf.file_size)
         for magic in _MAGIC_BYTES:
-            q = _find(mf.mm, magic, start + 4, stop)
+            q = _find(mf.mm, magic, start + MAGIC_CODE_AT, stop)
             while q != -1:
                 try:
-                    if check_record(mf.mm, q - 4, mf.file_size, True) > 0:
-                        return mf.file_from_offset + q - 4
+                    if check_record(mf.mm, q - MAGIC_CODE_AT, mf.file_size, True) > 0:
+                        return mf.file_from_offset + q - MAGIC_CODE_AT
                 except BadRecord:
                     pass
                 q = _find(mf.mm, magic, q + 1, stop)
@@ -221,8 +224,8 @@ def scan(commitlog: CommitLog, start_index: int, check_crc: bool) -> RecoveryRes
         where = mf.file_from_offset + pos
         if r == END:
             after = pos
-            if pos + 8 <= mf.file_size:
-                size, magic = struct.unpack_from(">ii", mf.mm, pos)
+            if pos + PEEK.size <= mf.file_size:
+                size, magic = PEEK.unpack_from(mf.mm, pos)
                 if size < 0 and magic in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
                     # An unpublished batch announces its own extent (batch.append_batch_fast).
                     after = min(pos - size, mf.file_size) - 1

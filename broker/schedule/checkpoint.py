@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 from dataclasses import dataclass
-from typing import Any
 
-from rocketmq_emu.broker.lazy import lazy_import, lazy_specs
+import construct as cs
+
+from rocketmq_emu.broker.layout import Layout
+from rocketmq_emu.broker.lazy import lazy_import
 
 #: Loaded on first use: importing crc32c costs start time (it imports importlib.metadata).
 crc32c = lazy_import("crc32c")
@@ -35,29 +36,21 @@ log = logging.getLogger(__name__)
 CHECKPOINT_MAGIC = 0x5C4EC4B1
 CHECKPOINT_VERSION = 1
 
-
-def _specs() -> dict[str, Any]:
-    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
-    import construct as cs
-
-    CHECKPOINT = cs.Struct(
-        "magic" / cs.Const(CHECKPOINT_MAGIC, cs.Int32ub),
-        "version" / cs.Int32ub,
-        "replay_offset" / cs.Int64sb,
-        "loaded_until_ms" / cs.Int64sb,
-        "dropped_below_ms" / cs.Int64sb,
-        "crc" / cs.Int32ub,
-    )
-    """construct declaration of the checkpoint file."""
-    return {"CHECKPOINT": CHECKPOINT}
-
-
-__getattr__ = lazy_specs(__name__, _specs)
-
-
-_BODY = struct.Struct(">IIqqq")
-_CRC = struct.Struct(">I")
-SIZE = _BODY.size + _CRC.size
+#: The checkpoint file.
+CHECKPOINT = cs.Struct(
+    "magic" / cs.Const(CHECKPOINT_MAGIC, cs.Int32ub),
+    "version" / cs.Int32ub,
+    "replay_offset" / cs.Int64sb,
+    "loaded_until_ms" / cs.Int64sb,
+    "dropped_below_ms" / cs.Int64sb,
+    "crc" / cs.Int32ub,
+)
+_LAYOUT = Layout(CHECKPOINT)
+#: What the checksum covers: magic .. dropped_below_ms (32 bytes).
+_BODY = _LAYOUT.struct("magic", "dropped_below_ms")
+_CRC = _LAYOUT.struct("crc")
+#: The file's size (36 bytes).
+SIZE = _LAYOUT.min_size
 
 
 class CheckpointError(ValueError):
@@ -84,7 +77,7 @@ class TimerCheckpoint:
         if len(data) != SIZE:
             raise CheckpointError(f"checkpoint is {len(data)} bytes, expected {SIZE}")
         magic, version, replay, loaded, dropped = _BODY.unpack_from(data)
-        (crc,) = _CRC.unpack_from(data, _BODY.size)
+        (crc,) = _CRC.unpack_from(data, _LAYOUT.offset("crc"))
         if magic != CHECKPOINT_MAGIC or version != CHECKPOINT_VERSION:
             raise CheckpointError(f"bad magic/version {magic:#x}/{version}")
         if crc32c.crc32c(data[: _BODY.size]) != crc:

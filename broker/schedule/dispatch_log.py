@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
-from typing import Any
 
-from rocketmq_emu.broker.lazy import lazy_import, lazy_specs
+import construct as cs
+
+from rocketmq_emu.broker.layout import Layout
+from rocketmq_emu.broker.lazy import lazy_import
 from rocketmq_emu.broker.schedule.segment_file import SegmentFile
 
 #: Loaded on first use: importing crc32c costs start time (it imports importlib.metadata).
@@ -33,32 +34,23 @@ crc32c = lazy_import("crc32c")
 
 log = logging.getLogger(__name__)
 
-ENTRY_SIZE = 12
-
-
-def _specs() -> dict[str, Any]:
-    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
-    import construct as cs
-
-    DISPATCH_ENTRY = cs.Struct(
-        "sequence" / cs.Int64sb,
-        "crc" / cs.Int32ub,
-    )
-    """construct declaration of one dispatch_log entry."""
-    return {"DISPATCH_ENTRY": DISPATCH_ENTRY}
-
-
-__getattr__ = lazy_specs(__name__, _specs)
-
-
-_ENTRY = struct.Struct(">qI")
-_SEQ = struct.Struct(">q")
+#: One dispatch_log entry.
+DISPATCH_ENTRY = cs.Struct(
+    "sequence" / cs.Int64sb,
+    "crc" / cs.Int32ub,
+)
+_LAYOUT = Layout(DISPATCH_ENTRY)
+_ENTRY = _LAYOUT.struct()
+_SEQ = _LAYOUT.struct("sequence")
+_CRC = _LAYOUT.struct("crc")
+#: Bytes of one entry (12).
+ENTRY_SIZE = _ENTRY.size
 
 
 def encode_dispatch_entry(sequence: int) -> bytes:
     """One entry's bytes (hot path)."""
     raw = _SEQ.pack(sequence)
-    return raw + struct.pack(">I", crc32c.crc32c(raw))
+    return raw + _CRC.pack(crc32c.crc32c(raw))
 
 
 class DispatchSegment(SegmentFile):
@@ -79,7 +71,7 @@ class DispatchSegment(SegmentFile):
                 os.truncate(self.path, whole)
             for pos in range(0, whole, ENTRY_SIZE):
                 seq, crc = _ENTRY.unpack_from(data, pos)
-                if crc32c.crc32c(data[pos : pos + 8]) != crc:
+                if crc32c.crc32c(data[pos : pos + _SEQ.size]) != crc:
                     log.error("dispatch_log %s: checksum mismatch at offset %d; entry ignored",
                               self.path, pos)
                     continue

@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
-from rocketmq_emu.broker.lazy import lazy_import, lazy_specs
+import construct as cs
+
+from rocketmq_emu.broker.layout import Layout
+from rocketmq_emu.broker.lazy import lazy_import
 from rocketmq_emu.broker.schedule.segment_file import SegmentFile
 
 #: Loaded on first use: importing crc32c costs start time (it imports importlib.metadata).
@@ -47,39 +48,31 @@ crc32c = lazy_import("crc32c")
 log = logging.getLogger(__name__)
 
 SCHEDULE_MAGIC = 0x5C4ED01A
-HEADER_SIZE = 36
 MAX_PAYLOAD = 64 * 1024 * 1024
 
-
-def _specs() -> dict[str, Any]:
-    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
-    import construct as cs
-
-    SCHEDULE_RECORD = cs.Struct(
-        "magic" / cs.Const(SCHEDULE_MAGIC, cs.Int32ub),
-        "payload_len" / cs.Int32ub,
-        "due_ms" / cs.Int64sb,
-        "sequence" / cs.Int64sb,
-        "source_offset" / cs.Int64sb,
-        "crc" / cs.Int32ub,
-        "payload" / cs.Bytes(cs.this.payload_len),
-    )
-    """construct declaration of one schedule_log record (spec for tests and tools)."""
-    return {"SCHEDULE_RECORD": SCHEDULE_RECORD}
-
-
-__getattr__ = lazy_specs(__name__, _specs)
-
-
-_HEADER = struct.Struct(">IIqqqI")
-_PRE_CRC = struct.Struct(">IIqqq")  # the 32 bytes the checksum covers before the payload
+#: One schedule_log record.
+SCHEDULE_RECORD = cs.Struct(
+    "magic" / cs.Const(SCHEDULE_MAGIC, cs.Int32ub),
+    "payload_len" / cs.Int32ub,
+    "due_ms" / cs.Int64sb,
+    "sequence" / cs.Int64sb,
+    "source_offset" / cs.Int64sb,
+    "crc" / cs.Int32ub,
+    "payload" / cs.Bytes(cs.this.payload_len),
+)
+_LAYOUT = Layout(SCHEDULE_RECORD)
+_HEADER = _LAYOUT.struct("magic", "crc")
+_PRE_CRC = _LAYOUT.struct("magic", "source_offset")  # what the checksum covers before the payload
+_CRC = _LAYOUT.struct("crc")
+#: Bytes in front of the payload (36).
+HEADER_SIZE = _HEADER.size
 
 
 def encode_schedule_record(due_ms: int, sequence: int, source_offset: int, payload: bytes) -> bytes:
     """One record's bytes (hot path)."""
     pre = _PRE_CRC.pack(SCHEDULE_MAGIC, len(payload), due_ms, sequence, source_offset)
     crc = crc32c.crc32c(payload, crc32c.crc32c(pre))
-    return pre + struct.pack(">I", crc) + payload
+    return pre + _CRC.pack(crc) + payload
 
 
 def segment_name(bucket_start_ms: int) -> str:
@@ -154,7 +147,7 @@ class ScheduleSegment(SegmentFile):
             if rec_end > end:
                 break  # torn write: the caller truncates
             mv = memoryview(data)
-            actual = crc32c.crc32c(mv[pos + HEADER_SIZE : rec_end], crc32c.crc32c(mv[pos : pos + 32]))
+            actual = crc32c.crc32c(mv[pos + HEADER_SIZE : rec_end], crc32c.crc32c(mv[pos : pos + _PRE_CRC.size]))
             if actual != crc:
                 log.error("schedule_log %s: checksum mismatch at offset %d (seq %d); record skipped",
                           self.path, pos, seq)
