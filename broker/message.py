@@ -217,12 +217,13 @@ OFFSET_MSG_ID = cs.Struct(
 )
 _MSG_ID_V4 = Layout(OFFSET_MSG_ID, ipv6=False)
 _MSG_ID_SIZES = (_MSG_ID_V4.min_size, Layout(OFFSET_MSG_ID, ipv6=True).min_size)
-_COMMIT_LOG_OFFSET = _MSG_ID_V4.struct("commitLogOffset")
+#: The int64 commitlog offset that ends an offset msgId (after the store's host block).
+MSG_ID_COMMIT_LOG_OFFSET = _MSG_ID_V4.struct("commitLogOffset")
 
 
 def create_offset_msg_id(store_host: str, store_port: int, commitlog_offset: int) -> str:
     """Offset msgId: store host bytes + port int32 + commitlog offset int64 as uppercase hex."""
-    return (pack_host(store_host, store_port) + _COMMIT_LOG_OFFSET.pack(commitlog_offset)).hex().upper()
+    return (pack_host(store_host, store_port) + MSG_ID_COMMIT_LOG_OFFSET.pack(commitlog_offset)).hex().upper()
 
 
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
@@ -230,9 +231,9 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
     raw = bytes.fromhex(msg_id)
     if len(raw) not in _MSG_ID_SIZES:
         raise ValueError(f"offset msgId must be 32 or 56 hex characters, got {len(msg_id)}")
-    at = len(raw) - _COMMIT_LOG_OFFSET.size
+    at = len(raw) - MSG_ID_COMMIT_LOG_OFFSET.size
     host, port = unpack_host(raw[:at])
-    (offset,) = _COMMIT_LOG_OFFSET.unpack_from(raw, at)
+    (offset,) = MSG_ID_COMMIT_LOG_OFFSET.unpack_from(raw, at)
     return host, port, offset
 
 

@@ -14,7 +14,6 @@ Pure values and codecs, no reactor:
 from __future__ import annotations
 
 import enum
-import struct
 import zlib
 from dataclasses import dataclass, field
 
@@ -35,6 +34,11 @@ from rocketmq_emu.broker.message import (
     RETRY_GROUP_TOPIC_PREFIX,
     create_offset_msg_id,
     properties_to_string,
+)
+from rocketmq_emu.broker.processors.batch_codec import (
+    BATCH_HEAD,
+    BATCH_MIN_SIZE,
+    BATCH_PROPERTIES_LENGTH,
 )
 
 #: Properties the client sets itself; user properties may not use these names
@@ -244,14 +248,15 @@ def restore_retry_topic(msg: MessageExt, group: str) -> None:
 
 
 # --- batch body (MessageDecoder.encodeMessage / encodeMessages) ------------------------------
-_BATCH_HEAD = struct.Struct(">iiiii")  # totalSize, magic 0, bodyCRC 0, flag, bodyLength
-_I16 = struct.Struct(">h")
+# The block layout is declared once, in the broker's codec (BATCH_BLOCK).
+_BATCH_HEAD = BATCH_HEAD  # totalSize, magic 0, bodyCRC 0, flag, bodyLength
+_I16 = BATCH_PROPERTIES_LENGTH
 
 
 def encode_batch_message(body: bytes, flag: int, properties: dict[str, str]) -> bytes:
     """One block of a SEND_BATCH_MESSAGE body."""
     props = properties_to_string(properties).encode("utf-8")
-    total = 4 + 4 + 4 + 4 + 4 + len(body) + 2 + len(props)
+    total = BATCH_MIN_SIZE + len(body) + len(props)
     return _BATCH_HEAD.pack(total, 0, 0, flag, len(body)) + body + _I16.pack(len(props)) + props
 
 
@@ -270,7 +275,8 @@ def decode_batch(data: bytes) -> list[tuple[bytes, int, str]]:
         body = data[p : p + body_len]
         p += body_len
         (plen,) = _I16.unpack_from(data, p)
-        props = data[p + 2 : p + 2 + plen].decode("utf-8")
+        p += _I16.size
+        props = data[p : p + plen].decode("utf-8")
         out.append((body, flag, props))
         if total <= 0:
             raise ValueError(f"batch block at {pos} has TOTALSIZE {total}")

@@ -12,7 +12,6 @@ derived columns.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
@@ -37,6 +36,7 @@ from rocketmq_emu.broker.message import (
     COMPRESSED_FLAG,
     COMPRESSION_TYPE_MASK,
     DLQ_GROUP_TOPIC_PREFIX,
+    MSG_ID_COMMIT_LOG_OFFSET,
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_KEYS,
     PROPERTY_REAL_QUEUE_ID,
@@ -154,7 +154,6 @@ def record_fields_for(names: Sequence[str]) -> tuple[str, ...]:
 
 
 # --- value helpers ---------------------------------------------------------------------------
-_PHYS = struct.Struct(">q")
 
 
 def host_formatter() -> Callable[[bytes], str]:
@@ -253,7 +252,7 @@ def build_batch(
             )
         elif name == "offsetMsgId":
             # MessageDecoder.createMessageId: store host block + commitlog offset, upper hex.
-            pack = _PHYS.pack
+            pack = MSG_ID_COMMIT_LOG_OFFSET.pack
             arr = pa.array(
                 [
                     (h + pack(o)).hex().upper()

@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from rocketmq_emu.broker.commitlog.record import BLANK_MAGIC_CODE, V4, RecordError, peek
+from rocketmq_emu.broker.commitlog.record import BLANK_MAGIC_CODE, PEEK, V4, RecordError, peek
 from rocketmq_emu.broker.commitlog.record_scan import (
     find_record_start,
     is_record_start,
@@ -189,7 +189,7 @@ def _nonzero_end(window: bytes) -> int:
 
 def _pread_peek(fd: int, pos: int) -> tuple[int, int]:
     """TOTALSIZE and MAGICCODE at ``pos`` of an open file (:func:`peek` on a pread)."""
-    return peek(os.pread(fd, 8, pos).ljust(8, b"\0"), 0)
+    return peek(os.pread(fd, PEEK.size, pos).ljust(PEEK.size, b"\0"), 0)
 
 
 def _find_start(fd: int, size: int, start: int, stop: int, base: int) -> int | None:

@@ -19,14 +19,22 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from rocketmq_emu.broker.consumequeue.unit import CQ_STORE_UNIT_SIZE, INTEGER_MAX_VALUE
+from rocketmq_emu.broker.consumequeue.unit import (
+    CQ_STORE_UNIT_SIZE,
+    CQ_UNIT_LAYOUT,
+    INTEGER_MAX_VALUE,
+)
 from rocketmq_emu.reports.columns import arrow_schema_of
 from rocketmq_emu.reports.datasource_commitlog import local_path
 
 FORMAT_NAME = "rocketmq-consumequeue"
 _OFFSET_NAME = re.compile(r"^\d{20}$")
-# The unit as a numpy record: the same big-endian layout as broker.consumequeue.unit.UNIT_STRUCT.
-UNIT_DTYPE = np.dtype([("commitLogOffset", ">i8"), ("size", ">i4"), ("tagsCode", ">i8")])
+# The unit as a numpy record, field by field from its declaration (broker.consumequeue.unit
+# CQ_UNIT; numpy reads struct's codes), under this source's column names.
+UNIT_DTYPE = np.dtype([
+    (column, CQ_UNIT_LAYOUT.byte_order + f.codes)
+    for column, f in zip(("commitLogOffset", "size", "tagsCode"), CQ_UNIT_LAYOUT.fields, strict=True)
+])
 assert UNIT_DTYPE.itemsize == CQ_STORE_UNIT_SIZE
 
 SCHEMA = StructType(

@@ -12,23 +12,21 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from rocketmq_emu.broker.filter.errors import FilterError
-from rocketmq_emu.broker.message import (
-    BORNHOST_V6_FLAG,
-    STOREHOSTADDRESS_V6_FLAG,
-    string_to_properties,
+from rocketmq_emu.broker.commitlog.record import (
+    I16,
+    I32,
+    MAGIC_CODE_AT,
+    MESSAGE_MAGIC_CODE_V2,
+    SYS_FLAG_AT,
+    body_length_at,
 )
+from rocketmq_emu.broker.filter.errors import FilterError
+from rocketmq_emu.broker.message import string_to_properties
 from rocketmq_emu.broker.remoting.codes import ResponseCode
 
 log = logging.getLogger(__name__)
 
 EXPRESSION_TYPE_SQL92 = "SQL92"
-_I32 = struct.Struct(">i")
-_I16 = struct.Struct(">h")
-#: MESSAGE_MAGIC_CODE_V2 (2-byte topic length).
-_MAGIC_V2 = -626843477
-_SYSFLAG_AT = 36
-_BORNHOST_AT = 48
 
 RecordFilter = Callable[[bytes], bool]
 
@@ -48,19 +46,18 @@ def is_tag_type(expression_type: str | None) -> bool:
 
 def record_properties(raw: bytes | memoryview) -> dict[str, str]:
     """The properties of one raw commitlog record (``MessageDecoder.decodeProperties``)."""
-    (magic,) = _I32.unpack_from(raw, 4)
-    (sys_flag,) = _I32.unpack_from(raw, _SYSFLAG_AT)
-    p = _BORNHOST_AT + (20 if sys_flag & BORNHOST_V6_FLAG else 8) + 8
-    p += (20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8) + 4 + 8
-    (body_len,) = _I32.unpack_from(raw, p)
-    p += 4 + body_len
-    if magic == _MAGIC_V2:
-        (topic_len,) = _I16.unpack_from(raw, p)
-        p += 2 + topic_len
+    (magic,) = I32.unpack_from(raw, MAGIC_CODE_AT)
+    (sys_flag,) = I32.unpack_from(raw, SYS_FLAG_AT)
+    p = body_length_at(sys_flag)
+    (body_len,) = I32.unpack_from(raw, p)
+    p += I32.size + body_len
+    if magic == MESSAGE_MAGIC_CODE_V2:
+        (topic_len,) = I16.unpack_from(raw, p)
+        p += I16.size + topic_len
     else:
-        p += 1 + raw[p]
-    (props_len,) = _I16.unpack_from(raw, p)
-    p += 2
+        p += 1 + raw[p]  # V1: a one-byte topicLength
+    (props_len,) = I16.unpack_from(raw, p)
+    p += I16.size
     return string_to_properties(bytes(raw[p:p + props_len]).decode("utf-8", errors="replace"))
 
 

@@ -6,41 +6,41 @@ Each block::
     BODYLENGTH int32 | BODY | PROPERTIESLENGTH int16 | PROPERTIES (UTF-8)
 
 Declared once with ``construct`` (:data:`BATCH_BLOCK`); :func:`decode_batch` and
-:func:`encode_batch` run on ``struct`` and the tests hold both to the same bytes. Pure.
+:func:`encode_batch` run on structs derived from it (:data:`BATCH_HEAD`,
+:data:`BATCH_PROPERTIES_LENGTH`; the client's codec imports them too) and the tests hold both
+to the same bytes. Pure.
 """
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
-from typing import Any
 
-from rocketmq_emu.broker.lazy import lazy_specs
+import construct as cs
 
+from rocketmq_emu.broker.layout import Layout
 
-def _specs() -> dict[str, Any]:
-    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
-    import construct as cs
-
-    BATCH_BLOCK = cs.Struct(
-        "totalSize" / cs.Int32sb,
-        "magicCode" / cs.Int32sb,
-        "bodyCRC" / cs.Int32sb,
-        "flag" / cs.Int32sb,
-        "body" / cs.Prefixed(cs.Int32sb, cs.GreedyBytes),
-        "properties" / cs.Prefixed(cs.Int16sb, cs.GreedyBytes),
-    )
-    """construct declaration of one block (readable spec)."""
-
-    BATCH_BODY = cs.GreedyRange(BATCH_BLOCK)
-    return {"BATCH_BLOCK": BATCH_BLOCK, "BATCH_BODY": BATCH_BODY}
-
-
-__getattr__ = lazy_specs(__name__, _specs)
-
-
-_HEAD = struct.Struct(">iiiii")  # totalSize, magicCode, bodyCRC, flag, bodyLength
-_I16 = struct.Struct(">h")
+#: One block (``MessageDecoder.encodeMessage``).
+BATCH_BLOCK = cs.Struct(
+    "totalSize" / cs.Int32sb,
+    "magicCode" / cs.Int32sb,
+    "bodyCRC" / cs.Int32sb,
+    "flag" / cs.Int32sb,
+    "bodyLength" / cs.Rebuild(cs.Int32sb, cs.len_(cs.this.body)),
+    "body" / cs.Bytes(cs.this.bodyLength),
+    "propertiesLength" / cs.Rebuild(cs.Int16sb, cs.len_(cs.this.properties)),
+    "properties" / cs.Bytes(cs.this.propertiesLength),
+)
+#: A whole body: blocks back to back.
+BATCH_BODY = cs.GreedyRange(BATCH_BLOCK)
+BATCH_LAYOUT = Layout(BATCH_BLOCK)
+#: totalSize, magicCode, bodyCRC, flag, bodyLength: the 20 bytes in front of the body.
+BATCH_HEAD = BATCH_LAYOUT.struct("totalSize", "bodyLength")
+#: The int16 in front of the properties.
+BATCH_PROPERTIES_LENGTH = BATCH_LAYOUT.struct("propertiesLength")
+#: A block with empty body and properties (22 bytes).
+BATCH_MIN_SIZE = BATCH_LAYOUT.min_size
+_HEAD = BATCH_HEAD
+_I16 = BATCH_PROPERTIES_LENGTH
 
 
 class BatchFormatError(ValueError):
@@ -71,7 +71,7 @@ def decode_batch(data: bytes | bytearray | memoryview) -> list[BatchMessage]:
             )
         total, _magic, _crc, flag, body_len = _HEAD.unpack_from(view, pos)
         p = pos + _HEAD.size
-        if body_len < 0 or p + body_len + 2 > end:
+        if body_len < 0 or p + body_len + _I16.size > end:
             raise BatchFormatError(
                 f"batch block {index} at byte {pos}: BODYLENGTH {body_len} exceeds the "
                 f"{end - p} bytes left"
@@ -79,7 +79,7 @@ def decode_batch(data: bytes | bytearray | memoryview) -> list[BatchMessage]:
         body = bytes(view[p : p + body_len])
         p += body_len
         (props_len,) = _I16.unpack_from(view, p)
-        p += 2
+        p += _I16.size
         if props_len < 0 or p + props_len > end:
             raise BatchFormatError(
                 f"batch block {index} at byte {pos}: PROPERTIESLENGTH {props_len} exceeds the "
@@ -104,7 +104,7 @@ def encode_batch(messages: list[BatchMessage]) -> bytes:
     parts = []
     for m in messages:
         props = m.properties.encode("utf-8")
-        total = _HEAD.size + len(m.body) + 2 + len(props)
+        total = BATCH_MIN_SIZE + len(m.body) + len(props)
         parts.append(_HEAD.pack(total, 0, 0, m.flag, len(m.body)))
         parts.append(m.body)
         parts.append(_I16.pack(len(props)))
