@@ -12,6 +12,8 @@ Fixtures:
     groups). Its fault rules and request log are reset after each test that uses it.
 
 Both have ``.clock.advance(seconds)``, ``.faults``, ``.producer()``, ``.collector(topic)``, ...
+Their name server and brokers are built by the production wiring
+(:class:`rocketmq_emu.broker.cluster.Cluster`, ``.cluster``), as ``rmq-emu up`` builds its own.
 
 This module must stay cheap to import: pytest loads it in every project that installed
 rocketmq-emu, so the harness is imported only when a fixture is used.
