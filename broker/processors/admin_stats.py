@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.consumequeue.unit import CQ_STORE_UNIT_SIZE
 from rocketmq_emu.broker.processors.admin_stats_items import GROUP_GET_NUMS, BrokerStatsItems
 from rocketmq_emu.broker.processors.context import BrokerContext
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
@@ -30,8 +31,6 @@ from rocketmq_emu.broker.remoting.headers import (
 
 log = logging.getLogger(__name__)
 
-#: ``ConsumeQueue.CQ_STORE_UNIT_SIZE``.
-CQ_UNIT = 20
 JAVA_LONG_MAX = 2**63 - 1
 
 
@@ -260,7 +259,7 @@ class AdminStatsProcessor:
         ``index`` to the end of the file holding it; None when there is none at ``index``."""
         if index < cq.min_offset or index >= cq.max_offset:
             return None
-        per_file = cq.mapped_file_size // CQ_UNIT
+        per_file = cq.mapped_file_size // CQ_STORE_UNIT_SIZE
         in_file = per_file - index % per_file
         return cq.get_units(index, max(min(count, in_file), 0))
 

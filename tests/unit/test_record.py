@@ -206,3 +206,42 @@ def test_round_trip_and_construct_agree(topic, body, props, born, store, ints):
     parsed = RECORD.parse(data)
     assert RECORD.build(parsed) == data
     assert parsed.body == body and parsed.totalSize == len(data)
+
+
+def test_derived_offsets_are_message_decoders_positions():
+    """The named offsets equal Java MessageDecoder's *_POSITION constants (IPv4 shape)."""
+    from rocketmq_emu.broker.commitlog import record
+
+    assert (record.MAGIC_CODE_AT, record.PHYSICAL_OFFSET_AT, record.SYS_FLAG_AT) == (4, 28, 36)
+    assert (record.STORE_TIMESTAMP_AT, record.BODY_LENGTH_AT) == (56, 84)
+    assert (record.QUEUE_OFFSET_AT, record.BORN_HOST_AT, record.BODY_CRC_AT) == (20, 48, 8)
+
+
+def test_derived_structs_have_the_hand_written_formats():
+    """V4 (88 bytes), HEAD (48), PEEK and the blank are the formats the record always had."""
+    from rocketmq_emu.broker.commitlog import record
+
+    assert record.V4.format == ">iiiiiqqiq8sq8siqi" and record.V4.size == 88
+    assert record.HEAD.format == ">iiiiiqqiq" and record.HEAD.size == 48
+    assert record.PEEK.format == record.BLANK_STRUCT.format == ">ii"
+    assert (record.MIN_RECORD_SIZE, record.END_FILE_MIN_BLANK_LENGTH) == (91, 8)
+
+
+def test_ipv6_shapes_shift_the_later_offsets_by_twelve_per_host():
+    """A 20-byte host moves storeTimestamp and bodyLength by 12 bytes per IPv6 host."""
+    from rocketmq_emu.broker.commitlog import record
+
+    assert [record.store_timestamp_at(f) for f in (0, 0x10, 0x20, 0x30)] == [56, 68, 56, 68]
+    assert [record.body_length_at(f) for f in (0, 0x10, 0x20, 0x30)] == [84, 96, 96, 108]
+
+
+@pytest.mark.parametrize("sys_flag", [0, 0x10, 0x20, 0x30])
+def test_record_size_is_the_declarations_size(sys_flag):
+    """record_size adds the variable parts to the declaration's fixed size for every shape."""
+    from rocketmq_emu.broker.commitlog.record import record_size
+
+    born = ("::1", 1) if sys_flag & 0x10 else ("127.0.0.1", 1)
+    store = ("::2", 2) if sys_flag & 0x20 else ("127.0.0.2", 2)
+    rec = MessageRecord(topic="t" * 130, body=b"xyz", born_host=born, store_host=store,
+                        properties={"K": "v"})
+    assert len(encode_record(rec)) == record_size(3, 130, 3, sys_flag)
