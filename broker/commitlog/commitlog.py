@@ -6,7 +6,7 @@ Append rules mirrored from Java:
 * PHYSICALOFFSET = file start + position; STORETIMESTAMP from the store's clock (ms);
   BODYCRC = ``zlib.crc32(body) & 0x7FFFFFFF``; QUEUEOFFSET from the per ``(topic, queueId)``
   table, not advanced for PREPARED / ROLLBACK transaction records (their QUEUEOFFSET is 0).
-* ``END_FILE_MIN_BLANK_LENGTH``: when ``size + 8`` does not fit in the current file, the
+* ``END_FILE_MIN_BLANK_LENGTH``: when ``size + END_FILE_MIN_BLANK_LENGTH`` does not fit in the current file, the
   remainder gets the 8-byte BLANK filler and the record goes to the start of the next file.
 * A record (or batch) bigger than a whole file: MESSAGE_SIZE_EXCEEDED.
 
@@ -17,45 +17,36 @@ Reads verify what they return: a wrong magic or a length beyond the written data
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Iterator
 
 from rocketmq_emu.broker.commitlog.batch import append_batch_fast
 from rocketmq_emu.broker.commitlog.bodycrc import crc32
-from rocketmq_emu.broker.commitlog.encoder import PropertiesTooLong, RecordEncoder, props_string
+from rocketmq_emu.broker.commitlog.encoder import PropertiesTooLong, RecordEncoder
 from rocketmq_emu.broker.commitlog.mapped_file import MappedFile, MappedFileError
 from rocketmq_emu.broker.commitlog.mapped_file_queue import MappedFileQueue
 from rocketmq_emu.broker.commitlog.record import (
     BLANK_MAGIC_CODE,
+    BLANK_STRUCT,
     END_FILE_MIN_BLANK_LENGTH,
-    MAX_PROPERTIES_LENGTH,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
+    PEEK,
     MessageRecord,
     RecordError,
     decode_record,
 )
 from rocketmq_emu.broker.commitlog.results import AppendMessageResult, AppendMessageStatus
 from rocketmq_emu.broker.message import (
-    BORNHOST_V6_FLAG,
-    STOREHOSTADDRESS_V6_FLAG,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
 
 log = logging.getLogger(__name__)
 
-_BLANK = struct.Struct(">ii")
-_V4 = struct.Struct(">iiiiiqqiq8sq8siqi")  # every fixed field + BODYLENGTH, IPv4 hosts
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_SHAPE_CACHE_LIMIT = 1024
-_HOST_FLAGS_OFF = ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
 _crc32 = crc32  # zlib-ng's when installed (same CRC-32, ~7x faster at 1 KiB)
 _tuple_new = tuple.__new__
 _PUT_OK = AppendMessageStatus.PUT_OK
 _UNKNOWN = AppendMessageStatus.UNKNOWN_ERROR
-_PEEK = struct.Struct(">ii")
 _MAGICS = (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2)
 _TX_MASK = 0xC
 
@@ -85,9 +76,6 @@ class CommitLog:
         #: After :meth:`append_batch` took the fast path: a ``BatchStamp`` whose ``apply()``
         #: sets the records' store fields (left unset until needed); None otherwise.
         self.last_batch_stamp = None
-        self._last_born = self._last_store = None
-        self._last_pair: tuple = ()
-        self._shapes: dict[tuple, object] = {}
 
     # --- lifecycle ----------------------------------------------------------------------------
     def load(self) -> bool:
@@ -123,124 +111,16 @@ class CommitLog:
         pos = mf.wrote_position
         remaining = mf.file_size - pos
         if need + END_FILE_MIN_BLANK_LENGTH > remaining:
-            _BLANK.pack_into(mf.mm, pos, remaining, BLANK_MAGIC_CODE)
+            BLANK_STRUCT.pack_into(mf.mm, pos, remaining, BLANK_MAGIC_CODE)
             mf.wrote_position = mf.file_size
             mf = q.get_last_mapped_file(0)
         return mf
 
     def append(self, record: MessageRecord) -> AppendMessageResult:
         """Append one record; sets its offsets, timestamp, CRC, size and magic. Raises
-        MappedFileError when a new file cannot be created (full disk, permissions).
-
-        The hot path (IPv4 hosts) is written out inline: the whole record with TOTALSIZE 0 in
-        one ``pack_into`` (a struct per record shape), then TOTALSIZE, so a write killed
-        midway leaves TOTALSIZE 0 (end of data) and never a shorter record that would pass for
-        valid.
-        """
-        enc = self.encoder
-        born = record.born_host
-        store = record.store_host
-        if born == self._last_born and store == self._last_store:
-            born_b, store_b, host_flags, v4 = self._last_pair
-        else:
-            born_b, store_b, host_flags, v4 = self._last_pair = enc.host_pair(born, store)
-            self._last_born, self._last_store = born, store
-        if not v4:
-            return self._append_general(record)
-        topic_t = enc._topics.get(record.topic)
-        ps = record.properties_str
+        MappedFileError when a new file cannot be created (full disk, permissions)."""
         try:
-            if topic_t is None:
-                topic_t = enc.topic(record.topic)
-            props = (ps if ps is not None else props_string(record.properties)).encode()
-        except RecordError as exc:
-            return _tuple_new(AppendMessageResult, (_UNKNOWN, 0, 0, 0, 0, 1, record.store_host,
-                                                    None, str(exc)))
-        plen = len(props)
-        if plen > MAX_PROPERTIES_LENGTH:
-            return AppendMessageResult(
-                AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED,
-                error=f"properties length {plen} exceeds {MAX_PROPERTIES_LENGTH} bytes")
-        body = record.body
-        blen = len(body)
-        tb, magic = topic_t
-        size = 90 + blen + len(tb) + plen
-        if size + END_FILE_MIN_BLANK_LENGTH > self.mapped_file_size:
-            return AppendMessageResult(
-                AppendMessageStatus.MESSAGE_SIZE_EXCEEDED,
-                error=f"record of {size} bytes does not fit a {self.mapped_file_size}-byte file",
-            )
-        files = self.queue.files
-        mf = files[-1] if files else None
-        if mf is None or size + END_FILE_MIN_BLANK_LENGTH > mf.file_size - mf.wrote_position:
-            mf = self._writable(size)
-        pos = mf.wrote_position
-        offset = mf.file_from_offset + pos
-        now = self.clock.seconds()
-        ts = int(now * 1000)
-        crc = _crc32(body) & 0x7FFFFFFF
-        sys_flag = (record.sys_flag & _HOST_FLAGS_OFF) | host_flags
-        t = sys_flag & _TX_MASK
-        if t == TRANSACTION_PREPARED_TYPE or t == TRANSACTION_ROLLBACK_TYPE:
-            qoff = 0
-        else:
-            key = (record.topic, record.queue_id)
-            table = self.topic_queue_table
-            qoff = table.get(key, 0)
-            table[key] = qoff + 1
-        mm = mf.mm
-        shape = self._shapes.get((blen, tb, plen))
-        if shape is None:
-            shape = self._shape(blen, tb, plen)
-        try:
-            # The whole record in one C call, TOTALSIZE 0 until the patch below.
-            shape(mm, pos, 0, magic, crc, record.queue_id, record.flag, qoff, offset, sys_flag,
-                  record.born_timestamp, born_b, ts, store_b, record.reconsume_times,
-                  record.prepared_transaction_offset, blen, body, tb, plen, props)
-        except struct.error:  # a body that is not bytes (memoryview...): sliced in
-            q = pos + 88
-            mm[q : q + blen] = body
-            q += blen
-            e = q + len(tb)
-            mm[q:e] = tb
-            _I16.pack_into(mm, e, plen)
-            mm[e + 2 : e + 2 + plen] = props
-            _V4.pack_into(
-                mm, pos, 0, magic, crc, record.queue_id, record.flag, qoff, offset, sys_flag,
-                record.born_timestamp, born_b, ts, store_b, record.reconsume_times,
-                record.prepared_transaction_offset, blen,
-            )
-        _I32.pack_into(mm, pos, size)
-        mf.wrote_position = pos + size  # published only once the whole record is in
-        mf.last_modified = now
-        self.last_store_timestamp = ts
-        record.store_timestamp = ts
-        record.body_crc = crc
-        record.physical_offset = offset
-        record.queue_offset = qoff
-        record.total_size = size
-        record.magic_code = magic
-        record.sys_flag = sys_flag
-        return _tuple_new(AppendMessageResult, (_PUT_OK, offset, size, ts, qoff, 1,
-                                                record.store_host, None, None))
-
-    def _shape(self, blen: int, tb: bytes, plen: int):
-        """``pack_into`` of a precompiled struct for a whole IPv4 record with these body,
-        topic block and properties lengths (fixed fields, body, topic block,
-        PROPERTIESLENGTH, properties): one C call instead of five. Cached per shape
-        (0.7 us to compile; the cache is dropped, not grown, past its limit)."""
-        shapes = self._shapes
-        if len(shapes) >= _SHAPE_CACHE_LIMIT:
-            shapes.clear()
-        fn = shapes[(blen, tb, plen)] = struct.Struct(
-            f">iiiiiqqiq8sq8siqi{blen}s{len(tb)}sh{plen}s").pack_into
-        return fn
-
-    def _append_general(self, record: MessageRecord) -> AppendMessageResult:
-        """Any record (IPv6 hosts included) through the encoder's prepare/write."""
-        enc = self.encoder
-        try:
-            prep = enc.prepare(record)
+            prep = self.encoder.prepare(record)
         except PropertiesTooLong as exc:
             return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED, error=str(exc))
         except RecordError as exc:
@@ -251,29 +131,30 @@ class CommitLog:
                 AppendMessageStatus.MESSAGE_SIZE_EXCEEDED,
                 error=f"record of {size} bytes does not fit a {self.mapped_file_size}-byte file",
             )
+        files = self.queue.files
+        mf = files[-1] if files else None
+        if mf is None or size + END_FILE_MIN_BLANK_LENGTH > mf.file_size - mf.wrote_position:
+            mf = self._writable(size)
+        pos = mf.wrote_position
         now = self.clock.seconds()
         ts = int(now * 1000)
         record.store_timestamp = ts
         record.body_crc = _crc32(record.body) & 0x7FFFFFFF
-        mf = self._writable(size)
-        pos = mf.wrote_position
-        offset = mf.file_from_offset + pos
-        record.physical_offset = offset
+        record.physical_offset = offset = mf.file_from_offset + pos
         if _not_in_queue(record.sys_flag):
-            record.queue_offset = qoff = 0
+            qoff = 0
         else:
             key = (record.topic, record.queue_id)
             table = self.topic_queue_table
             qoff = table.get(key, 0)
-            record.queue_offset = qoff
             table[key] = qoff + 1
-        enc.write(mf.mm, pos, record, prep)
+        record.queue_offset = qoff
+        self.encoder.write(mf.mm, pos, record, prep)
         mf.wrote_position = pos + size  # published only once the whole record is in
         mf.last_modified = now
         self.last_store_timestamp = ts
-        return AppendMessageResult(
-            AppendMessageStatus.PUT_OK, offset, size, ts, qoff, 1, record.store_host
-        )
+        return _tuple_new(AppendMessageResult, (_PUT_OK, offset, size, ts, qoff, 1,
+                                                record.store_host, None, None))
 
     def append_batch(self, records: list[MessageRecord]) -> AppendMessageResult:
         """Append records of one (topic, queueId) contiguously in one file, with consecutive
@@ -341,9 +222,9 @@ class CommitLog:
     def record_size_at(self, offset: int) -> int:
         """TOTALSIZE of the record at ``offset``, checked (magic, bounds)."""
         mf, pos = self._locate(offset)
-        if pos + 8 > mf.wrote_position:
+        if pos + PEEK.size > mf.wrote_position:
             raise CommitLogError("no record at offset (beyond the written data)", mf.path, offset)
-        size, magic = _PEEK.unpack_from(mf.mm, pos)
+        size, magic = PEEK.unpack_from(mf.mm, pos)
         if magic not in _MAGICS:
             raise CommitLogError(f"wrong magic {magic & 0xFFFFFFFF:#010x}", mf.path, offset)
         if size <= 0 or pos + size > mf.wrote_position:
@@ -396,8 +277,8 @@ class CommitLog:
             pos = offset - mf.file_from_offset
             mm = mf.mm
             wrote = mf.wrote_position
-            while pos + 8 <= wrote:
-                size, magic = _PEEK.unpack_from(mm, pos)
+            while pos + PEEK.size <= wrote:
+                size, magic = PEEK.unpack_from(mm, pos)
                 if magic == BLANK_MAGIC_CODE or size == 0:
                     break
                 try:

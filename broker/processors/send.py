@@ -240,18 +240,11 @@ class SendMessageProcessor:
         # R49 SendMessageProcessor: "There is no need to store WAIT=true".
         props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
         props[PROPERTY_CLUSTER] = ctx.cluster_name
-        record = MessageRecord(
-            topic=topic,
-            body=cmd.body,
-            queue_id=record_queue,
-            flag=header.flag,
-            properties=props,
-            sys_flag=self._sys_flag(header, tc),
-            born_timestamp=header.born_timestamp,
-            born_host=conn.peer,
-            store_host=ctx.store_host,
-            reconsume_times=reconsume_times,
-        )
+        # topic, body, queueId, flag, properties, sysFlag, bornTimestamp, bornHost,
+        # storeHost, reconsumeTimes (positional: once per message).
+        record = MessageRecord(topic, cmd.body, record_queue, header.flag, props,
+                               self._sys_flag(header, tc), header.born_timestamp, conn.peer,
+                               ctx.store_host, reconsume_times)
         tran = props.get(PROPERTY_TRANSACTION_PREPARED)
         if tran is not None and tran.lower() == "true":
             if ctx.setting("reject_transaction_message", False):
@@ -270,8 +263,7 @@ class SendMessageProcessor:
 
     def _transform_scheduled(self, record: MessageRecord) -> None:
         """Timer properties → the timer topic (if the timer service runs); DELAY → schedule."""
-        props = record.properties
-        if not (SCHEDULE_KEYS & props.keys()):
+        if SCHEDULE_KEYS.isdisjoint(record.properties):
             return  # the common case: nothing to reroute
         ctx = self.ctx
         max_delay = int(ctx.setting("timer_max_delay_sec", 0) or 0)  # 0 or less: the default

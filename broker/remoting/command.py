@@ -14,14 +14,14 @@ spec; the hot path below uses precompiled ``struct`` and the tests prove both gi
 from __future__ import annotations
 
 import itertools
-import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+import construct as cs
 import orjson
 
 from rocketmq_emu.broker import jsonutil
-from rocketmq_emu.broker.lazy import lazy_specs
+from rocketmq_emu.broker.layout import Layout
 from rocketmq_emu.broker.remoting.codes import (
     CURRENT_VERSION,
     FLAG_ONEWAY,
@@ -31,63 +31,60 @@ from rocketmq_emu.broker.remoting.codes import (
     LanguageCode,
 )
 
+# --- the declarations ----------------------------------------------------------------------------
+#: ``RemotingCommand.markProtocolType``: the serialize type in the header word's high byte, the
+#: header length in its low 24 bits.
+HEADER_LENGTH_BITS = 24
 
-def _specs() -> dict[str, Any]:
-    """The readable ``construct`` declarations, built on first access (``lazy_specs``)."""
-    from construct import (
-        GreedyRange,
-        Int8ub,
-        Int16sb,
-        Int16ub,
-        Int24ub,
-        Int32sb,
-        Int32ub,
-        PascalString,
-        Prefixed,
-        Struct,
-    )
+#: The 8 bytes in front of every header: the frame length (not counting itself) and the header
+#: word.
+FRAME_PREFIX = cs.Struct(
+    "length" / cs.Int32sb,
+    "headerWord" / cs.Rebuild(
+        cs.Int32ub, lambda ctx: ctx.serialize_type << HEADER_LENGTH_BITS | ctx.header_length),
+    "serialize_type" / cs.Computed(cs.this.headerWord >> HEADER_LENGTH_BITS),
+    "header_length" / cs.Computed(cs.this.headerWord & ((1 << HEADER_LENGTH_BITS) - 1)),
+)
 
-    # --- readable spec (construct) ----------------------------------------------------------------
-    #: The 8 bytes in front of every header.
-    FRAME_PREFIX = Struct(
-        "length" / Int32ub,
-        "serialize_type" / Int8ub,
-        "header_length" / Int24ub,
-    )
+#: One extFields entry of the binary header: key and value, each with its length.
+EXT_FIELD = cs.Struct(
+    "key" / cs.PascalString(cs.Int16ub, "utf8"),
+    "value" / cs.PascalString(cs.Int32sb, "utf8"),
+)
 
-    #: ROCKETMQ binary header (RocketMQSerializable.rocketMQProtocolEncode/Decode).
-    ROCKETMQ_HEADER = Struct(
-        "code" / Int16sb,
-        "language" / Int8ub,
-        "version" / Int16sb,
-        "opaque" / Int32sb,
-        "flag" / Int32sb,
-        "remark" / PascalString(Int32sb, "utf8"),
-        "ext_fields"
-        / Prefixed(
-            Int32sb,
-            GreedyRange(
-                Struct("key" / PascalString(Int16ub, "utf8"), "value" / PascalString(Int32sb, "utf8"))
-            ),
-        ),
-    )
-    return {"FRAME_PREFIX": FRAME_PREFIX, "ROCKETMQ_HEADER": ROCKETMQ_HEADER}
+#: ROCKETMQ binary header (RocketMQSerializable.rocketMQProtocolEncode/Decode).
+ROCKETMQ_HEADER = cs.Struct(
+    "code" / cs.Int16sb,
+    "language" / cs.Int8ub,
+    "version" / cs.Int16sb,
+    "opaque" / cs.Int32sb,
+    "flag" / cs.Int32sb,
+    "remark" / cs.PascalString(cs.Int32sb, "utf8"),
+    "ext_fields" / cs.Prefixed(cs.Int32sb, cs.GreedyRange(EXT_FIELD)),
+)
 
-
-__getattr__ = lazy_specs(__name__, _specs)
-
-
-# --- hot path (struct) ------------------------------------------------------------------------
-_PREFIX = struct.Struct(">iI")
-_INT32 = struct.Struct(">i")
-_INT16 = struct.Struct(">H")
-_BIN_FIXED = struct.Struct(">hBhii")  # code, language, version, opaque, flag
-_HEADER_LENGTH_MASK = 0xFFFFFF
+# --- derived at import ----------------------------------------------------------------------------
+_FRAME = Layout(FRAME_PREFIX)
+_BINARY = Layout(ROCKETMQ_HEADER)
+_EXT_FIELD = Layout(EXT_FIELD)
+#: The frame length alone: what the protocol reads to cut a frame out of a read.
+FRAME_LENGTH = _FRAME.struct("length")
+#: The smallest frame length: the header word alone (an empty JSON header would not parse).
+MIN_FRAME_LENGTH = _FRAME.size("headerWord")
+_PREFIX = _FRAME.struct("length", "headerWord")
+_WORD = _FRAME.struct("headerWord")
+_BIN_FIXED = _BINARY.struct("code", "flag")
+_BIN_LENGTH = _BINARY.struct("remark")  # the remark's and extFields' int32 length prefixes
+_REMARK_AT = _BINARY.offset("remark")
+_KEY_LENGTH = _EXT_FIELD.struct("key")
+_VALUE_LENGTH = _EXT_FIELD.struct("value")
+_HEADER_LENGTH_MASK = (1 << HEADER_LENGTH_BITS) - 1
 
 _LANG_BY_BYTE = {c.value: c.name for c in LanguageCode}
 _BYTE_BY_LANG = {c.name: c.value for c in LanguageCode}
 
 _opaque_counter = itertools.count()
+_loads = orjson.loads
 
 
 def next_opaque() -> int:
@@ -238,7 +235,7 @@ class RemotingCommand:
         header = encode_rocketmq_header(self) if st == SERIALIZE_ROCKETMQ else \
             encode_json_header(self)
         n = len(header)
-        return _PREFIX.pack(4 + n + len(self.body), (st << 24) | n) + header
+        return _PREFIX.pack(_WORD.size + n + len(self.body), (st << HEADER_LENGTH_BITS) | n) + header
 
     def encode(self) -> bytes:
         """The whole frame, including the leading 4-byte length."""
@@ -298,102 +295,96 @@ def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
     for key, value in stringify_ext_fields(cmd.ext_fields).items():
         kb = key.encode()
         vb = value.encode()
-        parts.append(_INT16.pack(len(kb)) + kb + _INT32.pack(len(vb)) + vb)
+        parts.append(_KEY_LENGTH.pack(len(kb)) + kb + _VALUE_LENGTH.pack(len(vb)) + vb)
     ext = b"".join(parts)
     return b"".join(
         (
             _BIN_FIXED.pack(cmd.code, language, cmd.version, cmd.opaque, cmd.flag),
-            _INT32.pack(len(remark)),
+            _BIN_LENGTH.pack(len(remark)),
             remark,
-            _INT32.pack(len(ext)),
+            _BIN_LENGTH.pack(len(ext)),
             ext,
         )
     )
 
 
-def _decode_json_header(header: bytes, body: bytes) -> RemotingCommand:
+def _lenient_json(header: bytes) -> Any:
+    """A header orjson refused, read by the lenient reader (fastjson accepts what some
+    clients write; see :mod:`rocketmq_emu.broker.jsonutil`)."""
     try:
-        obj = orjson.loads(header)
-    except orjson.JSONDecodeError:
-        try:
-            obj = jsonutil.loads(header)
-        except (orjson.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise RemotingCommandError(
-                f"undecodable JSON header ({len(header)} bytes): {exc}"
-            ) from None
-    if not isinstance(obj, dict):
-        raise RemotingCommandError(f"JSON header is not an object: {header[:64]!r}")
-    return decode_json_obj(obj, body)
+        return jsonutil.loads(header)
+    except (orjson.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RemotingCommandError(
+            f"undecodable JSON header ({len(header)} bytes): {exc}"
+        ) from None
 
 
 def decode_json_obj(obj: dict, body: bytes) -> RemotingCommand:
     """The command of an already parsed JSON header object (what :func:`decode_frame` does
-    after the JSON parse; the protocol's fused paths parse the header themselves)."""
+    after the JSON parse)."""
+    get = obj.get
+    code = get("code")
+    language = get("language", "JAVA")
+    version = get("version") or 0
+    opaque = get("opaque") or 0
+    flag = get("flag") or 0
+    remark = get("remark")
+    ext = get("extFields")
+    if not (type(code) is int and type(language) is str and type(version) is int
+            and type(opaque) is int and type(flag) is int
+            and (remark is None or type(remark) is str)):
+        code, language, version, opaque, flag, remark = _coerce_header(
+            code, language, version, opaque, flag, remark)
+    # Positional arguments: this constructor runs once per frame.
+    return RemotingCommand(code, language, version, opaque, flag, remark,
+                           coerce_ext_fields(ext) if ext else {}, body, SERIALIZE_JSON)
+
+
+def _coerce_header(code: Any, language: Any, version: Any, opaque: Any, flag: Any,
+                   remark: Any) -> tuple[int, str, int, int, int, str | None]:
+    """Header values as Java would have read them from a client that wrote numbers as strings
+    or the language as its byte (ali-ons, the C++ clients: docs/clients.md)."""
+    if code is None:
+        raise RemotingCommandError("JSON header has no 'code'")
     try:
-        code = obj["code"]
-        if type(code) is not int:
-            code = int(code)
-        language = obj.get("language", "JAVA")
         if type(language) is not str:
-            language = (
-                _LANG_BY_BYTE.get(language, "OTHER") if isinstance(language, int) else str(language)
-            )
-        version = obj.get("version") or 0
-        opaque = obj.get("opaque") or 0
-        flag = obj.get("flag") or 0
-        if type(version) is not int or type(opaque) is not int or type(flag) is not int:
-            version, opaque, flag = int(version), int(opaque), int(flag)
-        remark = obj.get("remark")
-        if remark is not None and type(remark) is not str:
-            remark = str(remark)
-        ext = obj.get("extFields")
-        # Positional arguments: this constructor runs once per frame.
-        return RemotingCommand(
-            code,
-            language,
-            version,
-            opaque,
-            flag,
-            remark,
-            coerce_ext_fields(ext) if ext else {},
-            body,
-            SERIALIZE_JSON,
-        )
-    except KeyError:
-        raise RemotingCommandError("JSON header has no 'code'") from None
+            language = (_LANG_BY_BYTE.get(language, "OTHER") if isinstance(language, int)
+                        else str(language))
+        return (int(code), language, int(version), int(opaque), int(flag),
+                None if remark is None else str(remark))
     except (TypeError, ValueError) as exc:
         raise RemotingCommandError(f"JSON header field has a bad value: {exc}") from None
 
 
 def _decode_rocketmq_header(header: bytes, body: bytes) -> RemotingCommand:
     total = len(header)
-    _need("ROCKETMQ header fixed part", 17, total)
+    pos = _REMARK_AT + _BIN_LENGTH.size
+    _need("ROCKETMQ header fixed part", pos, total)
     code, lang, version, opaque, flag = _BIN_FIXED.unpack_from(header, 0)
-    (remark_len,) = _INT32.unpack_from(header, 13)
-    pos = 17
+    (remark_len,) = _BIN_LENGTH.unpack_from(header, _REMARK_AT)
     if remark_len < 0:
         raise RemotingCommandError(f"negative remark length {remark_len}")
     _need("remark", remark_len, total - pos)
     remark = header[pos : pos + remark_len].decode("utf-8", "replace") if remark_len else None
     pos += remark_len
-    _need("extFields length", 4, total - pos)
-    (ext_len,) = _INT32.unpack_from(header, pos)
-    pos += 4
+    _need("extFields length", _BIN_LENGTH.size, total - pos)
+    (ext_len,) = _BIN_LENGTH.unpack_from(header, pos)
+    pos += _BIN_LENGTH.size
     if ext_len < 0:
         raise RemotingCommandError(f"negative extFields length {ext_len}")
     _need("extFields", ext_len, total - pos)
     end = pos + ext_len
     ext: dict[str, str] = {}
     while pos < end:
-        _need("extFields key length", 2, end - pos)
-        (klen,) = _INT16.unpack_from(header, pos)
-        pos += 2
+        _need("extFields key length", _KEY_LENGTH.size, end - pos)
+        (klen,) = _KEY_LENGTH.unpack_from(header, pos)
+        pos += _KEY_LENGTH.size
         _need("extFields key", klen, end - pos)
         key = header[pos : pos + klen].decode("utf-8", "replace")
         pos += klen
-        _need("extFields value length", 4, end - pos)
-        (vlen,) = _INT32.unpack_from(header, pos)
-        pos += 4
+        _need("extFields value length", _VALUE_LENGTH.size, end - pos)
+        (vlen,) = _VALUE_LENGTH.unpack_from(header, pos)
+        pos += _VALUE_LENGTH.size
         if vlen < 0:
             raise RemotingCommandError(f"negative extFields value length {vlen} for key {key!r}")
         _need(f"extFields value of {key!r}", vlen, end - pos)
@@ -422,31 +413,39 @@ def decode_frame(payload: bytes | bytearray | memoryview) -> RemotingCommand:
     if type(payload) is not bytes:
         payload = bytes(payload)
     size = len(payload)
-    if size < 4:
-        _need("header length word", 4, size)
-    (word,) = _INT32.unpack_from(payload, 0)
-    serialize_type = (word >> 24) & 0xFF
+    head = _WORD.size
+    if size < head:
+        _need("header length word", head, size)
+    (word,) = _WORD.unpack_from(payload, 0)
     header_len = word & _HEADER_LENGTH_MASK
-    if header_len > size - 4:
-        _need("header", header_len, size - 4)
-    header = payload[4 : 4 + header_len]
-    body = payload[4 + header_len :]
+    if header_len > size - head:
+        _need("header", header_len, size - head)
+    header_end = head + header_len
+    serialize_type = word >> HEADER_LENGTH_BITS
     if serialize_type == SERIALIZE_JSON:
-        return _decode_json_header(header, body)
+        try:
+            obj = _loads(payload[head:header_end])
+        except ValueError:  # orjson.JSONDecodeError: not strict JSON; the lenient reader next
+            obj = _lenient_json(payload[head:header_end])
+        if type(obj) is not dict:
+            raise RemotingCommandError(
+                f"JSON header is not an object: {payload[head:head + 64]!r}")
+        return decode_json_obj(obj, payload[header_end:])
     if serialize_type == SERIALIZE_ROCKETMQ:
-        return _decode_rocketmq_header(header, body)
+        return _decode_rocketmq_header(payload[head:header_end], payload[header_end:])
     raise RemotingCommandError(f"unknown serialize type {serialize_type}")
 
 
 def decode(frame: bytes | bytearray | memoryview) -> RemotingCommand:
     """Decode a whole frame (leading length included); the length must match exactly."""
-    _need("frame length", 4, len(frame))
-    (length,) = _INT32.unpack_from(frame, 0)
-    if length < 4:
-        raise RemotingCommandError(f"frame length {length} is smaller than 4")
-    _need("frame", length, len(frame) - 4)
-    if length != len(frame) - 4:
+    head = FRAME_LENGTH.size
+    _need("frame length", head, len(frame))
+    (length,) = FRAME_LENGTH.unpack_from(frame, 0)
+    if length < _WORD.size:
+        raise RemotingCommandError(f"frame length {length} is smaller than {_WORD.size}")
+    _need("frame", length, len(frame) - head)
+    if length != len(frame) - head:
         raise RemotingCommandError(
-            f"frame length {length} does not match the {len(frame) - 4} bytes given"
+            f"frame length {length} does not match the {len(frame) - head} bytes given"
         )
-    return decode_frame(memoryview(frame)[4:])
+    return decode_frame(memoryview(frame)[head:])

@@ -13,7 +13,6 @@ with ``DROP``, ``RequestEvent``, ``error_response``); a malformed frame closes o
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +28,8 @@ from rocketmq_emu.broker.remoting.codes import (
     ResponseCode,
 )
 from rocketmq_emu.broker.remoting.command import (
+    FRAME_LENGTH,
+    MIN_FRAME_LENGTH,
     RemotingCommand,
     RemotingCommandError,
     decode_frame,
@@ -52,7 +53,7 @@ log = logging.getLogger(__name__)
 #: Netty ``LengthFieldBasedFrameDecoder`` max frame (com.rocketmq.remoting.frameMaxLength).
 DEFAULT_MAX_LENGTH = 16 * 1024 * 1024
 
-_LEN = struct.Struct(">i")
+
 
 
 class RemotingTimeoutError(Exception):
@@ -184,16 +185,17 @@ class RemotingProtocol(Protocol):
         self._out = out
         bad: str | None = None
         try:
-            while size - pos >= 4:
-                (length,) = _LEN.unpack_from(src, pos)
-                if length < 4 or length + 4 > self.max_length:
-                    bad = f"frame length {length} outside [4, {self.max_length - 4}]"
+            while size - pos >= FRAME_LENGTH.size:
+                (length,) = FRAME_LENGTH.unpack_from(src, pos)
+                if length < MIN_FRAME_LENGTH or length + FRAME_LENGTH.size > self.max_length:
+                    bad = (f"frame length {length} outside [{MIN_FRAME_LENGTH}, "
+                           f"{self.max_length - FRAME_LENGTH.size}]")
                     break
-                end = pos + 4 + length
+                end = pos + FRAME_LENGTH.size + length
                 if end > size:
                     break
                 try:
-                    cmd = decode_frame(src[pos + 4 : end])
+                    cmd = decode_frame(src[pos + FRAME_LENGTH.size : end])
                 except RemotingCommandError as exc:
                     bad = str(exc)
                     break
