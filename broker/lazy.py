@@ -1,5 +1,9 @@
-"""PEP 562 lazy module attributes: package exports that resolve to their modules on first access
-(the pytest plugin loads ``client`` in every run), and ``construct`` specs built on first use."""
+"""Lazy imports: PEP 562 package exports that resolve to their modules on first access (the
+pytest plugin loads ``client`` in every run), and modules loaded on their first attribute
+access (:func:`lazy_import`).
+
+(``construct`` is no longer deferred: the byte layouts' structs are derived from their construct
+declarations at import, :mod:`rocketmq_emu.broker.layout`.)"""
 
 from __future__ import annotations
 
@@ -18,27 +22,6 @@ def lazy_getattr(package: str, exports: dict[str, str]) -> Callable[[str], Any]:
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         return getattr(importlib.import_module(module), name)
-
-    return __getattr__
-
-
-def lazy_specs(module: str, build: Callable[[], dict[str, Any]]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` for attributes that ``build()`` makes on first access.
-
-    For the ``construct`` declarations kept as readable specs (tests and tools use them; the
-    code reads and writes with ``struct``): importing construct at start costs about 9 ms.
-    The first access builds them all into the module, so later lookups are plain attributes.
-    Code inside the module must not use them (a global lookup does not reach ``__getattr__``).
-    """
-
-    def __getattr__(name: str) -> Any:
-        namespace = sys.modules[module].__dict__
-        if not name.startswith("__") and "_lazy_specs_built" not in namespace:
-            namespace.update(build())
-            namespace["_lazy_specs_built"] = True
-            if name in namespace:
-                return namespace[name]
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__
 

@@ -38,11 +38,6 @@ ALLOWLIST = {
     "broker/commitlog/store_reader.py": "record.I32 / record.I64 for '>i' / '>q', "
     "record.SYS_FLAG_AT for 36, record.store_timestamp_at(sys_flag) for 48 + born, and "
     "pos + record.store_timestamp_at(sys_flag) + record.I64.size for the 72 bound",
-    # migrated by the send-path change
-    "broker/remoting/protocol.py": "use remoting.command.FRAME_LENGTH (not '>i')",
-    # migrated by the send-path change
-    "broker/remoting/command.py": "FRAME_PREFIX / ROCKETMQ_HEADER derive _PREFIX, _INT32, "
-    "_INT16, _BIN_FIXED and the 13 / 17 offsets (the file was being rewritten)",
 }
 
 _FORMAT = re.compile(r"^[@=<>!](\d*[xcbB?hHiIlLqQnNefdspP])+$")
@@ -52,6 +47,7 @@ _CODES_RUN = re.compile(r"^(\d*[xcbB?hHiIlLqQnNefdspP]){4,}$")
 _STRUCT_CALLS = {"Struct", "pack", "unpack", "unpack_from", "pack_into", "iter_unpack", "calcsize"}
 #: Offsets and sizes below this are every int's and long's (4, 8): too common to attribute;
 #: from the upper bound on they are paddings to a page (the checkpoint's 4096), not offsets.
+#: Powers of two (16, 32, 64) are left out too: buffer sizes and slices use them everywhere.
 _MIN_DISTINCTIVE = 12
 _MAX_DISTINCTIVE = 1024
 _NAMED_NUMBER = re.compile(r"(_AT|_SIZE|_LEN|_LENGTH|_POSITION)$")
@@ -123,7 +119,7 @@ def _format_literals(tree: ast.Module) -> list[tuple[int, str]]:
 
 def _foreign(numbers: dict[int, set[str]], rel: str) -> dict[int, str]:
     """The layout numbers ``rel`` does not declare itself -> a module that does."""
-    return {v: min(mods) for v, mods in numbers.items() if rel not in mods}
+    return {v: min(mods) for v, mods in numbers.items() if rel not in mods and v & (v - 1)}
 
 
 def _number_literals(tree: ast.Module, numbers: dict[int, str]) -> list[tuple[int, int]]:
