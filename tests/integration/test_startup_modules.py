@@ -10,8 +10,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What the start must not import (as in tests/unit/test_startup_imports.py).
-#: (construct is imported: the byte layouts' structs are derived from it at import.)
-NOT_AT_START = ("pyspark", "pandas", "pyarrow", "numpy", "matplotlib", "lark", "pdb",
+#: (construct is imported: the byte layouts' structs are derived from it at import; and pdb,
+#: which construct.debug imports.)
+NOT_AT_START = ("pyspark", "pandas", "pyarrow", "numpy", "matplotlib", "lark",
                 "rocketmq_emu.client", "rocketmq_emu.reports", "rocketmq_emu.broker.filter.parser")
 
 #: Runs `up`; once it announces `ready`, prints the loaded modules and stops the reactor.

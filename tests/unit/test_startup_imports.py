@@ -12,8 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 #: The [reports] extra: `--help` and every non-report command must run without it.
 REPORTS_EXTRA = ("pyspark", "pandas", "pyarrow", "numpy", "matplotlib")
 #: Never imported by `up`'s start path. (construct is: the byte layouts' structs are derived
-#: from their construct declarations at import, rocketmq_emu.broker.layout.)
-NOT_AT_START = (*REPORTS_EXTRA, "lark", "pdb", "rocketmq_emu.client",
+#: from their construct declarations at import, rocketmq_emu.broker.layout; and so is pdb,
+#: which construct.debug imports: about 2 ms once Twisted is loaded.)
+NOT_AT_START = (*REPORTS_EXTRA, "lark", "rocketmq_emu.client",
                 "rocketmq_emu.reports", "rocketmq_emu.broker.filter.parser")
 
 #: Makes importing the [reports] extra's packages fail, as in an install without the extra.
