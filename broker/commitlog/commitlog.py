@@ -21,28 +21,38 @@ from collections.abc import Iterator
 
 from rocketmq_emu.broker.commitlog.batch import append_batch_fast
 from rocketmq_emu.broker.commitlog.bodycrc import crc32
-from rocketmq_emu.broker.commitlog.encoder import PropertiesTooLong, RecordEncoder
+from rocketmq_emu.broker.commitlog.encoder import PropertiesTooLong, RecordEncoder, props_string
 from rocketmq_emu.broker.commitlog.mapped_file import MappedFile, MappedFileError
 from rocketmq_emu.broker.commitlog.mapped_file_queue import MappedFileQueue
 from rocketmq_emu.broker.commitlog.record import (
     BLANK_MAGIC_CODE,
     BLANK_STRUCT,
     END_FILE_MIN_BLANK_LENGTH,
+    I16,
+    I32,
+    MAX_PROPERTIES_LENGTH,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
     PEEK,
+    V4,
     MessageRecord,
     RecordError,
     decode_record,
 )
 from rocketmq_emu.broker.commitlog.results import AppendMessageResult, AppendMessageStatus
 from rocketmq_emu.broker.message import (
+    BORNHOST_V6_FLAG,
+    STOREHOSTADDRESS_V6_FLAG,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
 
 log = logging.getLogger(__name__)
 
+#: Bytes of an IPv4 record besides body, topic block and properties: the fixed fields and
+#: propertiesLength.
+_FIXED_SIZE = V4.size + I16.size
+_HOST_FLAGS = ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
 _crc32 = crc32  # zlib-ng's when installed (same CRC-32, ~7x faster at 1 KiB)
 _tuple_new = tuple.__new__
 _PUT_OK = AppendMessageStatus.PUT_OK
@@ -76,6 +86,8 @@ class CommitLog:
         #: After :meth:`append_batch` took the fast path: a ``BatchStamp`` whose ``apply()``
         #: sets the records' store fields (left unset until needed); None otherwise.
         self.last_batch_stamp = None
+        self._last_born = self._last_store = None
+        self._last_pair: tuple = ()
 
     # --- lifecycle ----------------------------------------------------------------------------
     def load(self) -> bool:
@@ -118,7 +130,86 @@ class CommitLog:
 
     def append(self, record: MessageRecord) -> AppendMessageResult:
         """Append one record; sets its offsets, timestamp, CRC, size and magic. Raises
-        MappedFileError when a new file cannot be created (full disk, permissions)."""
+        MappedFileError when a new file cannot be created (full disk, permissions).
+
+        The hot path (IPv4 hosts) is written out inline: the whole record with TOTALSIZE 0 in
+        one ``pack_into`` (a struct per record shape), then TOTALSIZE, so a write killed
+        midway leaves TOTALSIZE 0 (end of data) and never a shorter record that would pass for
+        valid.
+        """
+        enc = self.encoder
+        born = record.born_host
+        store = record.store_host
+        if born == self._last_born and store == self._last_store:
+            born_b, store_b, host_flags, v4 = self._last_pair
+        else:
+            born_b, store_b, host_flags, v4 = self._last_pair = enc.host_pair(born, store)
+            self._last_born, self._last_store = born, store
+        if not v4:
+            return self._append_general(record)  # IPv6 hosts
+        topic_t = enc._topics.get(record.topic)
+        ps = record.properties_str
+        try:
+            if topic_t is None:
+                topic_t = enc.topic(record.topic)
+            props = (ps if ps is not None else props_string(record.properties)).encode()
+        except RecordError as exc:
+            return _tuple_new(AppendMessageResult, (_UNKNOWN, 0, 0, 0, 0, 1, record.store_host,
+                                                    None, str(exc)))
+        plen = len(props)
+        if plen > MAX_PROPERTIES_LENGTH:
+            return AppendMessageResult(
+                AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED,
+                error=f"properties length {plen} exceeds {MAX_PROPERTIES_LENGTH} bytes")
+        body = record.body
+        blen = len(body)
+        tb, magic = topic_t
+        size = _FIXED_SIZE + blen + len(tb) + plen
+        if size + END_FILE_MIN_BLANK_LENGTH > self.mapped_file_size:
+            return AppendMessageResult(
+                AppendMessageStatus.MESSAGE_SIZE_EXCEEDED,
+                error=f"record of {size} bytes does not fit a {self.mapped_file_size}-byte file",
+            )
+        files = self.queue.files
+        mf = files[-1] if files else None
+        if mf is None or size + END_FILE_MIN_BLANK_LENGTH > mf.file_size - mf.wrote_position:
+            mf = self._writable(size)
+        pos = mf.wrote_position
+        offset = mf.file_from_offset + pos
+        now = self.clock.seconds()
+        ts = int(now * 1000)
+        crc = _crc32(body) & 0x7FFFFFFF
+        sys_flag = (record.sys_flag & _HOST_FLAGS) | host_flags
+        t = sys_flag & _TX_MASK
+        if t == TRANSACTION_PREPARED_TYPE or t == TRANSACTION_ROLLBACK_TYPE:
+            qoff = 0
+        else:
+            key = (record.topic, record.queue_id)
+            table = self.topic_queue_table
+            qoff = table.get(key, 0)
+            table[key] = qoff + 1
+        mm = mf.mm
+        shape = enc.shapes.get((blen, len(tb), plen)) or enc.shape(blen, len(tb), plen)
+        # The whole record in one C call, TOTALSIZE 0 until the patch below.
+        shape(mm, pos, 0, magic, crc, record.queue_id, record.flag, qoff, offset, sys_flag,
+              record.born_timestamp, born_b, ts, store_b, record.reconsume_times,
+              record.prepared_transaction_offset, blen, bytes(body), tb, plen, props)
+        I32.pack_into(mm, pos, size)
+        mf.wrote_position = pos + size  # published only once the whole record is in
+        mf.last_modified = now
+        self.last_store_timestamp = ts
+        record.store_timestamp = ts
+        record.body_crc = crc
+        record.physical_offset = offset
+        record.queue_offset = qoff
+        record.total_size = size
+        record.magic_code = magic
+        record.sys_flag = sys_flag
+        return _tuple_new(AppendMessageResult, (_PUT_OK, offset, size, ts, qoff, 1,
+                                                record.store_host, None, None))
+
+    def _append_general(self, record: MessageRecord) -> AppendMessageResult:
+        """IPv6 hosts: the encoder's prepare/write."""
         try:
             prep = self.encoder.prepare(record)
         except PropertiesTooLong as exc:
@@ -131,10 +222,7 @@ class CommitLog:
                 AppendMessageStatus.MESSAGE_SIZE_EXCEEDED,
                 error=f"record of {size} bytes does not fit a {self.mapped_file_size}-byte file",
             )
-        files = self.queue.files
-        mf = files[-1] if files else None
-        if mf is None or size + END_FILE_MIN_BLANK_LENGTH > mf.file_size - mf.wrote_position:
-            mf = self._writable(size)
+        mf = self._writable(size)
         pos = mf.wrote_position
         now = self.clock.seconds()
         ts = int(now * 1000)
@@ -145,12 +233,11 @@ class CommitLog:
             qoff = 0
         else:
             key = (record.topic, record.queue_id)
-            table = self.topic_queue_table
-            qoff = table.get(key, 0)
-            table[key] = qoff + 1
+            qoff = self.topic_queue_table.get(key, 0)
+            self.topic_queue_table[key] = qoff + 1
         record.queue_offset = qoff
         self.encoder.write(mf.mm, pos, record, prep)
-        mf.wrote_position = pos + size  # published only once the whole record is in
+        mf.wrote_position = pos + size
         mf.last_modified = now
         self.last_store_timestamp = ts
         return _tuple_new(AppendMessageResult, (_PUT_OK, offset, size, ts, qoff, 1,

@@ -15,7 +15,6 @@ last, so a process killed mid-write leaves a record that recovery (and any reade
 from __future__ import annotations
 
 import struct
-from functools import partial
 from typing import NamedTuple
 
 from rocketmq_emu.broker.commitlog.record import (
@@ -80,7 +79,7 @@ class Prepared(NamedTuple):
 
 
 #: Builds a Prepared without NamedTuple's keyword-checking ``__new__`` (once per message).
-_prepared = partial(tuple.__new__, Prepared)
+_tuple_new = tuple.__new__
 
 
 class RecordEncoder:
@@ -91,7 +90,7 @@ class RecordEncoder:
         self._topics: dict[str, tuple[bytes, int]] = {}
         self._tags: dict[str, int] = {}
         self._pairs: dict[tuple, tuple] = {}
-        self._shapes: dict[tuple[int, int, int], object] = {}
+        self.shapes: dict[tuple[int, int, int], object] = {}
         self._last_pair: tuple = (None, None, None)
 
     def host(self, addr: tuple[str, int]) -> bytes:
@@ -153,18 +152,24 @@ class RecordEncoder:
 
     def prepare(self, record: MessageRecord) -> Prepared:
         """Encode the variable parts; raises RecordError (PropertiesTooLong for properties)."""
-        topic_block, magic = self.topic(record.topic)
+        # The caches' dicts read directly: this runs once per message.
+        topic = self._topics.get(record.topic) or self.topic(record.topic)
         ps = record.properties_str
         props = (ps if ps is not None else props_string(record.properties)).encode()
         if len(props) > MAX_PROPERTIES_LENGTH:
             raise PropertiesTooLong(
                 f"properties length {len(props)} exceeds {MAX_PROPERTIES_LENGTH} bytes"
             )
-        born, store, host_flags, v4 = self.host_pair(record.born_host, record.store_host)
-        size = (_BASE_SIZE + len(born) + len(store) + len(topic_block) + len(record.body)
-                + len(props))
-        return _prepared((topic_block, props, born, store,
-                          (record.sys_flag & _HOST_FLAGS) | host_flags, size, magic, v4))
+        last = self._last_pair
+        if record.born_host is last[0] and record.store_host is last[1]:
+            born, store, host_flags, v4 = last[2]
+        else:
+            born, store, host_flags, v4 = self.host_pair(record.born_host, record.store_host)
+        topic_block = topic[0]
+        return _tuple_new(Prepared, (topic_block, props, born, store,
+                                     (record.sys_flag & _HOST_FLAGS) | host_flags,
+                                     _BASE_SIZE + len(born) + len(store) + len(topic_block)
+                                     + len(record.body) + len(props), topic[1], v4))
 
     def write(self, buf, pos: int, record: MessageRecord, p: Prepared) -> int:
         """Write ``record`` at ``buf[pos:]``, TOTALSIZE last; returns the size. Uses the
@@ -174,9 +179,9 @@ class RecordEncoder:
         body = record.body
         blen = len(body)
         if v4:
-            shape = self._shapes.get((blen, len(topic_block), len(props)))
+            shape = self.shapes.get((blen, len(topic_block), len(props)))
             if shape is None:
-                shape = self._shape(blen, len(topic_block), len(props))
+                shape = self.shape(blen, len(topic_block), len(props))
             # The whole record in one C call, TOTALSIZE 0 until the patch below.
             shape(buf, pos, 0, magic, record.body_crc, record.queue_id, record.flag,
                   record.queue_offset, record.physical_offset, sys_flag,
@@ -191,13 +196,13 @@ class RecordEncoder:
         record.sys_flag = sys_flag
         return size
 
-    def _shape(self, blen: int, tlen: int, plen: int):
+    def shape(self, blen: int, tlen: int, plen: int):
         """``pack_into`` of the whole IPv4 record with these body, topic block and properties
         lengths (fixed fields, body, topic block, propertiesLength, properties): one C call
         instead of five, 0.7 us to compile; the cache is dropped, not grown, past its limit."""
-        if len(self._shapes) >= _CACHE_LIMIT:
-            self._shapes.clear()
-        fn = self._shapes[(blen, tlen, plen)] = struct.Struct(
+        if len(self.shapes) >= _CACHE_LIMIT:
+            self.shapes.clear()
+        fn = self.shapes[(blen, tlen, plen)] = struct.Struct(
             f"{_V4_HEAD}{blen}s{tlen}s{_PROPS_LENGTH_CODE}{plen}s").pack_into
         return fn
 
