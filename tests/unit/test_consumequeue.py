@@ -12,7 +12,12 @@ from hypothesis import strategies as st
 
 from rocketmq_emu.broker.commitlog.mapped_file import MappedFileError
 from rocketmq_emu.broker.consumequeue.consume_queue import ConsumeQueue, cq_file_size
-from rocketmq_emu.broker.consumequeue.unit import INTEGER_MAX_VALUE, PRE_BLANK_BYTES, encode_unit
+from rocketmq_emu.broker.consumequeue.unit import (
+    CQ_STORE_UNIT_SIZE,
+    INTEGER_MAX_VALUE,
+    PRE_BLANK_BYTES,
+    encode_unit,
+)
 
 UNITS_PER_FILE = 5
 FILE_SIZE = UNITS_PER_FILE * 20
@@ -66,6 +71,16 @@ def test_get_units_spans_files(tmp_path):
     assert cq.get_units(10, 32) == [(1000, 100, 10), (1100, 100, 11)]
     assert cq.get_units(12, 32) == []
     assert (cq.min_offset, cq.max_offset, cq.last_commitlog_offset) == (0, 12, 1200)
+
+
+def test_unit_bytes_is_one_piece_per_file_spanned(tmp_path):
+    """The undecoded window a pull scans: one piece per file, the units as stored."""
+    cq = make_cq(tmp_path)
+    fill(cq, 12)
+    pieces = cq.unit_bytes(3, 5)
+    assert [len(p) // CQ_STORE_UNIT_SIZE for p in pieces] == [2, 3]
+    assert b"".join(pieces) == b"".join(encode_unit(i * 100, 100, i) for i in range(3, 8))
+    assert list(cq.scan_units(3, 5)) == cq.get_units(3, 5)
 
 
 def test_redispatch_is_ignored(tmp_path):

@@ -353,3 +353,51 @@ def test_pulling_a_queue_to_the_end_yields_exactly_its_messages(tmp_path_factory
             offset = g.next_begin_offset
         assert got == expected
     s.shutdown()
+
+
+def test_pull_spanning_commitlog_files_returns_the_stored_bytes(tmp_path):
+    """One pull whose records lie in several commitlog files returns each record's bytes."""
+    s = make_store(tmp_path, cl_size=2048)
+    fill(s, 12, body=b"x" * 300)
+    g = s.get_message("g", "T", 0, 0, 32)
+    assert g.status is GetMessageStatus.FOUND and len(g.messages) == 12
+    assert len({off // 2048 for off in g.commitlog_offsets}) > 2
+    assert g.messages == [s.read_raw(off) for off in g.commitlog_offsets]
+    s.shutdown()
+
+
+def test_batch_in_disk_limited_to_8_messages(tmp_path):
+    """Data beyond the in-memory ratio is "in disk": 8 a pull (maxTransferCountOnMessageInDisk)."""
+    s = make_store(tmp_path, cl_size=1 << 16, access_message_in_memory_max_ratio=0)
+    fill(s, 20)
+    g = s.get_message("g", "T", 0, 0, 32)
+    assert len(g.messages) == 8 and g.next_begin_offset == 8
+    s.shutdown()
+
+
+def test_batch_stops_before_the_byte_limit(tmp_path):
+    """A message that would take the batch over maxTransferBytesOnMessageInMemory waits."""
+    s = make_store(tmp_path, cl_size=1 << 16, max_transfer_bytes_on_message_in_memory=1000)
+    size = fill(s, 10, body=b"x" * 200)[0].append.wrote_bytes
+    g = s.get_message("g", "T", 0, 0, 32)
+    assert len(g.messages) == 1000 // size and g.next_begin_offset == 1000 // size
+    s.shutdown()
+
+
+def test_first_message_is_returned_whatever_its_size(tmp_path):
+    """isTheBatchFull never stops an empty batch: one message over the byte limit comes back."""
+    s = make_store(tmp_path, cl_size=1 << 16, max_transfer_bytes_on_message_in_memory=10)
+    fill(s, 3)
+    g = s.get_message("g", "T", 0, 0, 32)
+    assert len(g.messages) == 1 and g.next_begin_offset == 1
+    s.shutdown()
+
+
+def test_filtered_scan_stops_after_800_units(tmp_path):
+    """With nothing matching, a pull scans 800 units (maxFilterMessageCount) across consume
+    queue files and its next offset is just past them."""
+    s = make_store(tmp_path, cl_size=1 << 20)
+    fill(s, 900)
+    g = s.get_message("g", "T", 0, 5, 32, tags_filter=lambda code: False)
+    assert g.status is GetMessageStatus.NO_MATCHED_MESSAGE and g.next_begin_offset == 805
+    s.shutdown()
