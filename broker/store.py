@@ -11,6 +11,11 @@ Usage::
     g = store.get_message(group, topic, queue_id, offset, max_msg_nums, tags_filter=None)
     store.shutdown()
 
+``put_message`` is the one write path of a single message: ``CommitLog.append`` writes the
+record (``commitlog/commitlog.py``, bytes laid out as ``commitlog/record.py`` declares), then
+``StoreDispatch._dispatch`` hands it to its consume queue (``ConsumeQueue.put``), the index
+queue and the arrival listeners.
+
 Dispatch ("reput"): each appended record is written into its consume queue synchronously (a
 pull right after the put sees it); index entries are queued and written on the next reactor
 turn, on the consume-queue flush timer, before a query and at shutdown (RocketMQ builds both in

@@ -329,17 +329,6 @@ class CommitLog:
         mf, pos = self._locate(offset)
         return mf.mm[pos : pos + actual]
 
-    def read_unchecked(self, offset: int, size: int) -> bytes | None:
-        """``size`` bytes at ``offset`` if they lie within one file's data, else None (hot
-        path of get_message: the consume queue already gave the size)."""
-        mf = self.queue.find_mapped_file_by_offset(offset)
-        if mf is None:
-            return None
-        pos = offset - mf.file_from_offset
-        if pos + size > mf.wrote_position:
-            return None
-        return mf.mm[pos : pos + size]
-
     def look(self, offset: int, *, with_body: bool = True) -> MessageRecord:
         """Decode the record at ``offset``; CommitLogError names the file on corruption."""
         raw = self.read_raw(offset)

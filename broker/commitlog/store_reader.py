@@ -26,19 +26,22 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 from itertools import chain
 
 from rocketmq_emu.broker.commitlog.commitlog import CommitLogError
-from rocketmq_emu.broker.commitlog.record import MessageRecord
+from rocketmq_emu.broker.commitlog.record import (
+    I32,
+    I64,
+    SYS_FLAG_AT,
+    MessageRecord,
+    store_timestamp_at,
+)
 from rocketmq_emu.broker.commitlog.results import GetMessageResult, GetMessageStatus
 from rocketmq_emu.broker.consumequeue.unit import CQ_STORE_UNIT_SIZE, UNIT_STRUCT
 from rocketmq_emu.broker.index.service import QueryOffsetResult
 
 log = logging.getLogger(__name__)
 
-_SYSFLAG_BORN = struct.Struct(">i")
-_I64 = struct.Struct(">q")
 _iter_units = UNIT_STRUCT.iter_unpack
 
 try:
@@ -78,11 +81,12 @@ class StoreReader:
         if mf is None:
             return -1
         pos = commitlog_offset - mf.file_from_offset
-        if pos + 72 > mf.wrote_position:
+        if pos + SYS_FLAG_AT + I32.size > mf.wrote_position:
             return -1
-        sys_flag = _SYSFLAG_BORN.unpack_from(mf.mm, pos + 36)[0]
-        born = 20 if sys_flag & 0x10 else 8
-        return _I64.unpack_from(mf.mm, pos + 48 + born)[0]
+        at = pos + store_timestamp_at(I32.unpack_from(mf.mm, pos + SYS_FLAG_AT)[0])
+        if at + I64.size > mf.wrote_position:
+            return -1
+        return I64.unpack_from(mf.mm, at)[0]
 
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, ts_ms: int) -> int:
         """``getOffsetInQueueByTime``: the logical offset whose store time is nearest

@@ -7,6 +7,12 @@ stripped), ``%RETRY%`` → ``%DLQ%`` redirection, DELAY → ``SCHEDULE_TOPIC_XXX
 messages → ``rmq_sys_wheel_timer`` (via :mod:`rocketmq_emu.broker.schedule`), and the response (offset msgId,
 queueId, queueOffset, ``MSG_REGION``, ``TRACE_ON``) once the flush policy is met.
 
+This is the only path a send takes: :class:`~rocketmq_emu.broker.remoting.protocol.RemotingProtocol`
+decodes the frame into a ``RemotingCommand``, the ``RequestDispatcher`` (request log and fault
+interceptors first) calls :meth:`SendMessageProcessor.process_send`, which parses the typed
+header, checks it, builds the ``MessageRecord`` and calls ``MessageStore.put_message``; the
+response goes back the same way. Tests call the same method.
+
 Header booleans are read with Java's ``Boolean.parseBoolean``: a C++ client's ``batch="1"`` (code
 10) or ``m="1"`` (code 310) is false, so its batch body is stored as ONE message, exactly as the
 real broker stores it. A warning names the value once per client and field.

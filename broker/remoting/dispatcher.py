@@ -3,7 +3,8 @@
 Sans-IO apart from Deferreds: a :class:`RequestDispatcher` is handed a decoded request and a
 connection object and returns what to answer. Handlers never raise into the reactor: exceptions
 become SYSTEM_ERROR responses (Java ``NettyRemotingAbstract.processRequestCommand``); an unknown
-code is answered REQUEST_CODE_NOT_SUPPORTED with Java's remark.
+code is answered REQUEST_CODE_NOT_SUPPORTED with Java's remark. Every request goes through
+:meth:`RequestDispatcher.dispatch`: there is no second route to a handler.
 """
 
 from __future__ import annotations

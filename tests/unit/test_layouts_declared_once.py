@@ -33,12 +33,7 @@ DECLARING = {
 
 #: Files still typing formats or offsets themselves, each with why; the owner removes the
 #: entry when migrating (the declaring module's public names to use are in the reason).
-ALLOWLIST = {
-    # migrated by the send-path change
-    "broker/commitlog/store_reader.py": "record.I32 / record.I64 for '>i' / '>q', "
-    "record.SYS_FLAG_AT for 36, record.store_timestamp_at(sys_flag) for 48 + born, and "
-    "pos + record.store_timestamp_at(sys_flag) + record.I64.size for the 72 bound",
-}
+ALLOWLIST: dict[str, str] = {}
 
 _FORMAT = re.compile(r"^[@=<>!](\d*[xcbB?hHiIlLqQnNefdspP])+$")
 #: Format codes inside a larger expression (``">" + "iq"``, ``f"iiq{n}s"``).
