@@ -182,9 +182,10 @@ def test_package_exports_are_lazy():
     import subprocess
     import sys
 
-    code = ("import sys, client, client.pytest_plugin; "
+    code = ("import sys, rocketmq_emu.client, rocketmq_emu.client.pytest_plugin; "
             "assert 'twisted.internet.reactor' not in sys.modules; "
             "assert 'rocketmq_emu.client.producer' not in sys.modules; "
-            "from client import Producer, EmbeddedCluster, BlockingProducer; print('ok')")
+            "from rocketmq_emu.client import Producer, EmbeddedCluster, BlockingProducer; "
+            "print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr
