@@ -51,7 +51,7 @@ from rocketmq_emu.broker.processors.common import (
     validate_topic,
 )
 from rocketmq_emu.broker.processors.context import BrokerContext
-from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+from rocketmq_emu.broker.remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.broker.remoting.headers import (
     ConsumerSendMsgBackRequestHeader,
@@ -77,6 +77,8 @@ _BOOL_FIELDS = {
     RequestCode.SEND_BATCH_MESSAGE: (("m", "batch"), ("k", "unitMode")),
 }
 
+#: Boolean header values Java reads as the client meant them ("0": the C++ clients' false).
+_READ_AS_WRITTEN = frozenset({"false", "true", "0"})
 MULTI_TAG = "MULTI_TAG"
 #: ``MessageSysFlag.MULTI_TAGS_FLAG``, set for topics whose filter type is MULTI_TAG.
 MULTI_TAGS_FLAG = 0x2
@@ -137,7 +139,7 @@ class SendMessageProcessor:
         for wire, name in _BOOL_FIELDS.get(cmd.code, ()):
             raw = ext.get(wire)
             # "0" (C++ clients' false) reads as false in Java too: nothing is misread.
-            if raw is None or raw in ("false", "true", "0") or raw.lower() in ("true", "false"):
+            if raw is None or raw in _READ_AS_WRITTEN or raw.lower() in _READ_AS_WRITTEN:
                 continue
             client = client_key(conn)
             what = "a batch" if name == "batch" else f"{name}={raw!r}"
@@ -337,7 +339,7 @@ class SendMessageProcessor:
         if result.status is PutMessageStatus.PUT_OK and not self.sync_flush:
             # The common case, without the status table.
             self.ctx.stats.on_put(topic, count, size)
-            if cmd.is_oneway:
+            if cmd.flag & FLAG_ONEWAY:
                 return None
             append = result.append
             ext["msgId"] = self._msg_id(append)

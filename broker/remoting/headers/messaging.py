@@ -20,6 +20,9 @@ from rocketmq_emu.broker.remoting.headers.base import (
     req,
 )
 
+#: SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and SEND_REPLY_MESSAGE_V2 carry the V2 letters.
+_V2_CODES = frozenset({310, 320, 325})
+
 
 @header
 class SendMessageRequestHeader(CommandHeader):
@@ -70,18 +73,29 @@ class SendMessageRequestHeader(CommandHeader):
         try:
             return parse(ext)
         except HeaderError as exc:
-            # Name the letter and its V1 meaning (SendMessageRequestHeaderV2 field comments).
-            text = str(exc)
-            for letter, name in cls.V2_TO_V1.items():
-                text = text.replace(f"<{letter}>", f"<{letter}> ({name})")
-            raise HeaderError(text) from None
+            raise cls._name_letters(exc) from None
+
+    @classmethod
+    def _name_letters(cls, exc: HeaderError) -> HeaderError:
+        """The error naming each letter with its V1 meaning (SendMessageRequestHeaderV2's
+        field comments)."""
+        text = str(exc)
+        for letter, name in cls.V2_TO_V1.items():
+            text = text.replace(f"<{letter}>", f"<{letter}> ({name})")
+        return HeaderError(text)
 
     @classmethod
     def from_request(cls, code: int, ext: dict[str, str] | None) -> SendMessageRequestHeader:
         """Pick V1 or V2 parsing by request code (310, 320, 325 use letters)."""
-        if code in (310, 320, 325):
-            return cls.from_v2(ext)
-        return cls.from_ext_fields(ext)
+        if code not in _V2_CODES:
+            return cls.from_ext_fields(ext)
+        parse = cls.__dict__.get("_parse_v2")
+        if parse is None:
+            return cls.from_v2(ext)  # compiles the parser
+        try:
+            return parse(ext)
+        except HeaderError as exc:
+            raise cls._name_letters(exc) from None
 
     def to_v2_ext_fields(self) -> dict[str, str]:
         """The letters a..n a Java client sends with SEND_MESSAGE_V2."""
