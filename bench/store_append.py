@@ -147,7 +147,7 @@ def run(root: str, records: list[MessageRecord], rounds: int, batch: int, profil
         assert mf.wrote_position - start == sum(map(len, encoded[k : k + per]))
         t_floor += floor.copy(encoded[k : k + per])
     t1 = _now()
-    store._drain_index()  # once at the end: interleaved with the rounds it slows them down
+    store.build_queued_index()  # once at the end: interleaved with the rounds it slows them down
     t_index = _now() - t1
     if prof:
         pstats.Stats(prof).sort_stats("tottime").print_stats(15)

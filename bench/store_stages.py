@@ -121,7 +121,7 @@ def stages(records, encoded):
 
     def put_index(s, mm):
         put(s, mm)
-        s._drain_index()
+        s.build_queued_index()
 
     return [("floor: bare copy of the encoded record", floor),
             ("body CRC", crc),

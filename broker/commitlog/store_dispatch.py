@@ -134,6 +134,13 @@ class StoreDispatch:
         self.last_dispatched_timestamp = stamp.ts
         return True
 
+    def build_queued_index(self) -> int:
+        """Write the index entries queued so far, now (what the next reactor turn does);
+        returns how many queued records (or batches) they came from."""
+        queued = len(self._index_pending)
+        self._drain_index()
+        return queued
+
     def _drain_index(self) -> None:
         """Write the queued index entries. A new index file that cannot be created (full
         disk) keeps them queued (entries written before it are skipped when retried) and

@@ -155,7 +155,7 @@ def test_up_builds_its_cluster_with_the_production_wiring(tmp_path, control):
     if control:
         argv += ["--control-port", str(free_port())]
     out = subprocess.run([sys.executable, "-c", SCRIPT, *argv], cwd=ROOT, capture_output=True,
-                         text=True, timeout=120, env=dict(os.environ, RMQ_EMU_NO_NATIVE="1"))
+                         text=True, timeout=120, env=dict(os.environ))
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert "CLUSTER-START rocketmq_emu.broker.cluster" in lines
@@ -188,7 +188,7 @@ class running_up:  # noqa: N801 (used as a context manager, like open())
     def __enter__(self) -> str:
         self.out = open(self.log, "wb")  # noqa: SIM115 - closed in __exit__
         self.proc = subprocess.Popen(self.argv, cwd=ROOT, stdout=self.out, stderr=subprocess.STDOUT,
-                                     env=dict(os.environ, PYTHONUNBUFFERED="1", RMQ_EMU_NO_NATIVE="1"))
+                                     env=dict(os.environ, PYTHONUNBUFFERED="1"))
         deadline = time.monotonic() + 60
         while b"control API http" not in self.log.read_bytes():
             assert self.proc.poll() is None, self.log.read_text()

@@ -362,7 +362,7 @@ def test_crash_rebuilds_index_entries_that_were_still_queued(tmp_path, indexed_b
     entry yet."""
     s = make_store(tmp_path)
     fill(s, indexed_before)
-    s._drain_index()
+    s.build_queued_index()
     for i in range(indexed_before, 10):
         s.put_message(msg(i))
     s._index_pending.clear()  # the crash: the queue dies with the process
@@ -372,4 +372,16 @@ def test_crash_rebuilds_index_entries_that_were_still_queued(tmp_path, indexed_b
     found = [len(s.query_message_offsets("T", f"U{i:04d}", 10, 0, 2**62).phy_offsets)
              for i in range(10)]
     assert found == [1] * 10
+    s.shutdown()
+
+
+def test_build_queued_index_writes_the_entries_waiting_for_the_next_turn(tmp_path):
+    """Without a reactor turn, puts leave their index entries queued; build_queued_index
+    writes them at once and says how many records were waiting."""
+    s = make_store(tmp_path)
+    fill(s, 3)
+    assert not s.index.files  # nothing written yet: the first entry creates the file
+    assert s.build_queued_index() == 3
+    assert s.index.files[-1].header.index_count == 1 + 3  # slot 0 is never used
+    assert s.build_queued_index() == 0
     s.shutdown()
