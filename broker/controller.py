@@ -15,7 +15,8 @@ consumer offsets every 5 s, and runs the delay-level and timer services of :mod:
 Two clocks, one by default: ``clock`` (defaults to the reactor) times liveness, i.e. client
 channel and queue-lock expiry, parked pulls and request timeouts; ``business_clock`` (defaults to
 ``clock``) gives the store's timestamps and runs delay levels, retries, timers and housekeeping.
-The CLI passes neither; the test harness passes a controllable ``business_clock``, so advancing
+``rmq-emu up`` without ``--control-port`` passes neither; with it, and in the test harness,
+``broker.cluster.Cluster`` passes a controllable ``business_clock``, so advancing
 hours of business time neither expires clients nor ends parked pulls.
 """
 

@@ -20,7 +20,9 @@ every due call in due-time order (a call scheduled by a firing call fires too if
 So ``advance(7200)`` delivers the 2-hour delay level and every arbitrary-time message due by
 then in one deterministic step, however the services chain their timers.
 
-:class:`rocketmq_emu.client.testing.EmbeddedCluster` gives it to the broker as its clock for business time
+:class:`rocketmq_emu.client.control_up.Controls` hands it to the cluster
+(``broker.cluster.Cluster(business_clock=...)``; for ``rmq-emu up --control-port`` and the test
+harness alike), which gives it to each broker as its clock for business time
 (store timestamps, delay levels, retries, timers) and keeps liveness on the real reactor
 (heartbeat expiry, queue locks, long-poll suspension, request timeouts).
 

@@ -20,7 +20,8 @@ objects (the broker's and the name server's) through their interceptor and obser
   hits left wins.
 
 Connection-level faults (stop/restart the broker, unreachable/reachable) live on
-:class:`rocketmq_emu.client.testing.EmbeddedCluster`, which owns the listening ports.
+:class:`rocketmq_emu.broker.cluster.Cluster`, which owns the listening ports (the harness and
+the control API both drive it).
 """
 
 from __future__ import annotations
