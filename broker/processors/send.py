@@ -375,7 +375,7 @@ class SendMessageProcessor:
         """Offset msgId(s) of an append (``MessageDecoder.createMessageId``), with the host
         prefix computed once per store host (ipaddress parsing dominates otherwise)."""
         host = self.ctx.store_host
-        if host != self._prefix_host:
+        if host is not self._prefix_host and host != self._prefix_host:
             self._prefix = pack_host(*host).hex().upper()
             self._prefix_host = host
         prefix = self._prefix

@@ -194,7 +194,8 @@ class RequestDispatcher:
             result = handler(cmd, conn)
         except Exception as exc:
             return self.handler_failed(cmd, conn, exc)
-        if isinstance(result, defer.Deferred):
+        # The type test first: Deferred is an Awaitable, so isinstance is an ABC check.
+        if type(result) is not RemotingCommand and isinstance(result, defer.Deferred):
             return result.addErrback(self._failure, cmd, conn)
         return result
 

@@ -240,7 +240,9 @@ class RemotingProtocol(Protocol):
         result = self.dispatcher.dispatch(cmd, self)
         if result is None:
             return
-        if isinstance(result, defer.Deferred):
+        # A command is the common answer; the type test first spares most requests the
+        # Deferred isinstance (an ABC check: Deferred is an Awaitable).
+        if type(result) is not RemotingCommand and isinstance(result, defer.Deferred):
             result.addCallback(self._reply, cmd).addErrback(self._reply_failed, cmd)
         else:
             self._reply(result, cmd)
