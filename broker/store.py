@@ -148,7 +148,7 @@ class MessageStore(StoreReader, StoreDispatch, StoreRetention):
         #: Queued index entries are written inline once this many wait (no reactor turn came).
         self.index_drain_limit = _INDEX_DRAIN_LIMIT
         self._cq_cache: dict[tuple[str, int], object] = {}
-        self._tag_codes = self.commitlog.encoder._tags
+        self._tag_codes = self.commitlog.encoder.tag_codes
         self._index_pending: list[tuple] = []
         self._index_call = None
         self._timers: list = []

@@ -147,7 +147,7 @@ class CommitLog:
             self._last_born, self._last_store = born, store
         if not v4:
             return self._append_general(record)  # IPv6 hosts
-        topic_t = enc._topics.get(record.topic)
+        topic_t = enc.topic_blocks.get(record.topic)
         ps = record.properties_str
         try:
             if topic_t is None:

@@ -87,8 +87,11 @@ class RecordEncoder:
 
     def __init__(self) -> None:
         self._hosts: dict[tuple[str, int], bytes] = {}
-        self._topics: dict[str, tuple[bytes, int]] = {}
-        self._tags: dict[str, int] = {}
+        #: topic -> (topicLength + UTF-8 topic, magic): :meth:`topic`'s cache, read directly on
+        #: the append path (a dict lookup instead of a call).
+        self.topic_blocks: dict[str, tuple[bytes, int]] = {}
+        #: tags -> tagsCode: :meth:`tags_code`'s cache, read directly by dispatch.
+        self.tag_codes: dict[str, int] = {}
         self._pairs: dict[tuple, tuple] = {}
         self.shapes: dict[tuple[int, int, int], object] = {}
         self._last_pair: tuple = (None, None, None)
@@ -124,7 +127,7 @@ class RecordEncoder:
 
     def topic(self, topic: str) -> tuple[bytes, int]:
         """(topicLength + UTF-8 topic, magic) with a cache."""
-        t = self._topics.get(topic)
+        t = self.topic_blocks.get(topic)
         if t is None:
             raw = topic.encode("utf-8")
             if len(raw) > 32767:
@@ -133,27 +136,27 @@ class RecordEncoder:
                 t = (bytes((len(raw),)) + raw, MESSAGE_MAGIC_CODE)
             else:  # R5 CommitLog: V2 magic (2-byte topic length) only for long topics
                 t = (I16.pack(len(raw)) + raw, MESSAGE_MAGIC_CODE_V2)
-            if len(self._topics) >= _CACHE_LIMIT:
-                self._topics.clear()
-            self._topics[topic] = t
+            if len(self.topic_blocks) >= _CACHE_LIMIT:
+                self.topic_blocks.clear()
+            self.topic_blocks[topic] = t
         return t
 
     def tags_code(self, tags: str | None) -> int:
         """``tagsString2tagsCode`` with a cache (the Java hash is a Python loop)."""
         if not tags:
             return 0
-        code = self._tags.get(tags)
+        code = self.tag_codes.get(tags)
         if code is None:
             code = java_string_hash(tags)
-            if len(self._tags) >= _CACHE_LIMIT:
-                self._tags.clear()
-            self._tags[tags] = code
+            if len(self.tag_codes) >= _CACHE_LIMIT:
+                self.tag_codes.clear()
+            self.tag_codes[tags] = code
         return code
 
     def prepare(self, record: MessageRecord) -> Prepared:
         """Encode the variable parts; raises RecordError (PropertiesTooLong for properties)."""
         # The caches' dicts read directly: this runs once per message.
-        topic = self._topics.get(record.topic) or self.topic(record.topic)
+        topic = self.topic_blocks.get(record.topic) or self.topic(record.topic)
         ps = record.properties_str
         props = (ps if ps is not None else props_string(record.properties)).encode()
         if len(props) > MAX_PROPERTIES_LENGTH:
