@@ -112,6 +112,7 @@ class RequestCode(IntEnum):
     RECALL_MESSAGE = 370
     QUERY_ASSIGNMENT = 400
     SET_MESSAGE_REQUEST_MODE = 401
+    # POP consumption (RocketMQ 5.x RequestCode; not in 4.9.x).
     POP_MESSAGE = 200050
     ACK_MESSAGE = 200051
     PEEK_MESSAGE = 200052
@@ -159,6 +160,10 @@ class ResponseCode(IntEnum):
     CONSUMER_NOT_ONLINE = 206
     CONSUME_MSG_TIMEOUT = 207
     NO_MESSAGE = 208
+    #: POP long polling (RocketMQ 5.x ResponseCode): too many requests already waiting / the
+    #: wait ended without a message.
+    POLLING_FULL = 209
+    POLLING_TIMEOUT = 210
     FLOW_CONTROL = 215
 
 
