@@ -32,6 +32,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
+from rocketmq_emu.broker.pop.names import (
+    POP_ORDER_REVIVE_QUEUE,
+    RETRY_GROUP_TOPIC_PREFIX,
+    is_pop_retry_topic_v2,
+    pop_retry_topic_v1,
+    pop_retry_topic_v2,
+)
 from rocketmq_emu.broker.remoting.headers.base import INT, LONG, parse_java_int
 
 KEY_SEPARATOR = " "
@@ -47,13 +54,6 @@ RETRY_TOPIC = "1"
 RETRY_TOPIC_V2 = "2"
 #: Prefix of the ``qo<queueId>%<queueOffset>`` key of a per-message order count.
 QUEUE_OFFSET_PREFIX = "qo"
-#: Revive queue id that marks an orderly pop's check point (``KeyBuilder.POP_ORDER_REVIVE_QUEUE``).
-POP_ORDER_REVIVE_QUEUE = 999
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-_RETRY_SEPARATOR_V1 = "_"
-_RETRY_SEPARATOR_V2 = "+"
-#: ``PopAckConstants.SPLIT``, joining the parts of a polling key.
-POLLING_KEY_SPLIT = "@"
 
 
 def java_split(text: str, sep: str) -> list[str]:
@@ -75,45 +75,6 @@ def _int(text: str) -> int:
     return parse_java_int(text, INT)
 
 
-# -- KeyBuilder ------------------------------------------------------------------------------
-
-
-def build_pop_retry_topic_v1(topic: str, group: str) -> str:
-    """``KeyBuilder.buildPopRetryTopicV1``: ``%RETRY%<group>_<topic>``."""
-    return f"{RETRY_GROUP_TOPIC_PREFIX}{group}{_RETRY_SEPARATOR_V1}{topic}"
-
-
-def build_pop_retry_topic_v2(topic: str, group: str) -> str:
-    """``KeyBuilder.buildPopRetryTopicV2``: ``%RETRY%<group>+<topic>``."""
-    return f"{RETRY_GROUP_TOPIC_PREFIX}{group}{_RETRY_SEPARATOR_V2}{topic}"
-
-
-def build_pop_retry_topic(topic: str, group: str, enable_retry_v2: bool) -> str:
-    """``KeyBuilder.buildPopRetryTopic(topic, cid, enableRetryV2)``."""
-    return (build_pop_retry_topic_v2 if enable_retry_v2 else build_pop_retry_topic_v1)(topic, group)
-
-
-def is_pop_retry_topic_v2(topic: str) -> bool:
-    """``KeyBuilder.isPopRetryTopicV2``: starts with ``%RETRY%`` and contains ``+``."""
-    return topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and _RETRY_SEPARATOR_V2 in topic
-
-
-def parse_normal_topic(topic: str, group: str) -> str:
-    """``KeyBuilder.parseNormalTopic(topic, cid)``: the topic a POP retry topic of ``group``
-    stands for; any other topic unchanged."""
-    if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-        return topic
-    v2 = f"{RETRY_GROUP_TOPIC_PREFIX}{group}{_RETRY_SEPARATOR_V2}"
-    if topic.startswith(v2):
-        return topic[len(v2):]
-    return topic[len(RETRY_GROUP_TOPIC_PREFIX) + len(group) + len(_RETRY_SEPARATOR_V1):]
-
-
-def build_polling_key(topic: str, group: str, queue_id: int) -> str:
-    """``KeyBuilder.buildPollingKey``: ``<topic>@<group>@<queueId>``."""
-    return f"{topic}{POLLING_KEY_SPLIT}{group}{POLLING_KEY_SPLIT}{queue_id}"
-
-
 # -- retry marks -----------------------------------------------------------------------------
 
 
@@ -133,9 +94,9 @@ def real_topic(topic: str, group: str, mark: str) -> str:
     if mark == NORMAL_TOPIC:
         return topic
     if mark == RETRY_TOPIC:
-        return build_pop_retry_topic_v1(topic, group)
+        return pop_retry_topic_v1(topic, group)
     if mark == RETRY_TOPIC_V2:
-        return build_pop_retry_topic_v2(topic, group)
+        return pop_retry_topic_v2(topic, group)
     raise ValueError(f"getRetry fail, format is wrong: {mark!r}")
 
 

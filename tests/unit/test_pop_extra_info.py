@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketmq_emu.broker.pop import extra_info as ei
+from rocketmq_emu.broker.pop import names
 
 LONGS = st.integers(-(2**63), 2**63 - 1)
 INTS = st.integers(-(2**31), 2**31 - 1)
@@ -17,9 +18,9 @@ NAMES = st.text(st.characters(codec="utf-8", exclude_characters=" ;,@"), min_siz
 MARKS = st.sampled_from([ei.NORMAL_TOPIC, ei.RETRY_TOPIC, ei.RETRY_TOPIC_V2])
 TOPICS = st.one_of(
     NAMES.filter(lambda t: not t.startswith("%RETRY%")),
-    st.builds(ei.build_pop_retry_topic_v1, NAMES.filter(lambda t: "+" not in t),
+    st.builds(names.pop_retry_topic_v1, NAMES.filter(lambda t: "+" not in t),
               NAMES.filter(lambda g: "+" not in g)),
-    st.builds(ei.build_pop_retry_topic_v2, NAMES, NAMES),
+    st.builds(names.pop_retry_topic_v2, NAMES, NAMES),
 )
 
 
@@ -39,20 +40,6 @@ def test_retry_marks():
     """ExtraInfoUtil.getRetry(topic): "2" for %RETRY%..+.., "1" for other %RETRY%, else "0"."""
     assert [ei.retry_mark(t) for t in ("T", "%RETRY%G_T", "%RETRY%G+T", "%RETRY%G")] == [
         "0", "1", "2", "1"]
-
-
-def test_retry_topics():
-    """KeyBuilder.buildPopRetryTopicV1/V2 and parseNormalTopic(topic, cid)."""
-    assert ei.build_pop_retry_topic_v1("T", "G") == "%RETRY%G_T"
-    assert ei.build_pop_retry_topic_v2("T", "G") == "%RETRY%G+T"
-    assert ei.parse_normal_topic("%RETRY%G+T", "G") == "T"
-    assert ei.parse_normal_topic("%RETRY%G_T", "G") == "T"
-    assert ei.parse_normal_topic("T", "G") == "T"
-
-
-def test_polling_key():
-    """KeyBuilder.buildPollingKey: topic@group@queueId."""
-    assert ei.build_polling_key("T", "G", 3) == "T@G@3"
 
 
 def test_parse_extra_info_fields():
