@@ -11,7 +11,6 @@ work with the GIL held.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import mmap
 import os
 
@@ -23,8 +22,9 @@ PAGE_SIZE = mmap.PAGESIZE
 
 def _libc_madvise():
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        fn = libc.madvise
+        # The process's own symbols include libc's: no ctypes.util.find_library, which runs
+        # ldconfig in a subprocess (~15 ms at every start).
+        fn = ctypes.CDLL(None, use_errno=True).madvise
     except (OSError, AttributeError):
         return None
     fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
