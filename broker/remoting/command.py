@@ -7,8 +7,9 @@ Frame (docs/protocol.md §1.1, Java ``RemotingCommand.encode``/``decode``)::
     header        = JSON text (type 0) or ROCKETMQ binary header (type 1)
     body          = the rest
 
-Layouts are declared once with ``construct`` (``FRAME_PREFIX``, ``ROCKETMQ_HEADER``) as the readable
-spec; the hot path below uses precompiled ``struct`` and the tests prove both give the same bytes.
+The layouts are declared once with ``construct`` (``FRAME_PREFIX``, ``EXT_FIELD``,
+``ROCKETMQ_HEADER``); every ``struct``, offset and size the codec runs on is derived from them at
+import (:mod:`rocketmq_emu.broker.layout`), and golden frames hold both to the same bytes.
 """
 
 from __future__ import annotations
