@@ -32,81 +32,23 @@ import json
 import os
 import selectors
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-TOPIC = "BenchTopic"
-GROUP = "bench_group"
-BODY_SIZE = 1024
-_LEN = struct.Struct(">i")
-_REC_SIZE = struct.Struct(">i")
-
-
-# --- frames (built with the project's codec so the broker sees what a client sends) ----------
-
-
-def send_frame(queue_id: int = 0) -> bytes:
-    """One SEND_MESSAGE_V2 frame as a Java 4.9 producer writes it (abbreviated header a..n)."""
-    from rocketmq_emu.broker.message import properties_to_string
-    from rocketmq_emu.broker.remoting.command import RemotingCommand
-
-    props = properties_to_string(
-        {"UNIQ_KEY": "7F0000010000" + "0" * 20, "WAIT": "true", "TAGS": "TagA", "KEYS": "k"}
-    )
-    ext = {
-        "a": "bench_producer", "b": TOPIC, "c": "TBW102", "d": "4", "e": str(queue_id),
-        "f": "0", "g": str(int(time.time() * 1000)), "h": "0", "i": props, "j": "0",
-        "k": "false", "m": "false",
-    }
-    cmd = RemotingCommand.request(310, ext, b"x" * BODY_SIZE, opaque=1)
-    return cmd.encode()
-
-
-def pull_frame(offset: int, queue_id: int = 0, max_nums: int = 32) -> bytes:
-    """One PULL_MESSAGE frame: subscription flag (4) only, so no heartbeat is needed and a
-    pull that finds nothing is answered at once (no suspend flag)."""
-    from rocketmq_emu.broker.remoting.command import RemotingCommand
-
-    ext = {
-        "consumerGroup": GROUP, "topic": TOPIC, "queueId": str(queue_id),
-        "queueOffset": str(offset), "maxMsgNums": str(max_nums), "sysFlag": "4",
-        "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*",
-        "subVersion": "0", "expressionType": "TAG",
-    }
-    return RemotingCommand.request(11, ext, opaque=1).encode()
-
+from remoting_bench import (
+    FRAME_LENGTH,
+    count_records,
+    floor_factory,
+    pull_frame,
+    response_ok,
+    send_frame,
+    start_broker,
+)
+from send_pull_cpu import cpu_costs
 
 # --- the load generator (runs in a child process) ---------------------------------------------
-
-
-def _response_ok(buf: bytearray, start: int) -> bool:
-    """True if the JSON response header at ``start`` (after the length) says code 0.
-
-    A cheap byte search, no JSON parse: the broker writes compact JSON.
-    """
-    hlen = _LEN.unpack_from(buf, start)[0] & 0xFFFFFF
-    return buf.find(b'"code":0,', start + 4, start + 4 + hlen) >= 0
-
-
-def _count_records(buf: bytearray, start: int, end: int) -> int:
-    """Number of commitlog records in the pull response body of the frame at ``start``."""
-    hlen = _LEN.unpack_from(buf, start)[0] & 0xFFFFFF
-    pos = start + 4 + hlen
-    n = 0
-    while pos + 4 <= end:
-        size = _REC_SIZE.unpack_from(buf, pos)[0]
-        if size <= 0:
-            break
-        pos += size
-        n += 1
-    return n
 
 
 def run_load(host: str, port: int, kind: str, window: int, duration: float, warmup: float,
@@ -182,15 +124,15 @@ def run_load(host: str, port: int, kind: str, window: int, duration: float, warm
                 pos = 0
                 blen = len(buf)
                 while blen - pos >= 4:
-                    flen = _LEN.unpack_from(buf, pos)[0]
+                    flen = FRAME_LENGTH.unpack_from(buf, pos)[0]
                     if blen - pos - 4 < flen:
                         break
-                    if not _response_ok(buf, pos + 4):
+                    if not response_ok(buf, pos + 4):
                         errors += 1
                         if errors == 1:
                             sys.stderr.write(f"error response: {bytes(buf[pos:pos + 300])!r}\n")
                     elif kind == "pull":
-                        c = _count_records(buf, pos + 4, pos + 4 + flen)
+                        c = count_records(buf, pos + 4, pos + 4 + flen)
                         msgs += c
                         if measuring:
                             measured_msgs += c
@@ -224,48 +166,6 @@ def run_client_process(port: int, kind: str, args: argparse.Namespace, total_msg
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-# --- the floor server -------------------------------------------------------------------------
-
-
-def floor_factory():
-    """A bare Twisted server: bytearray framing, one fixed response per frame, one write per read."""
-    from twisted.internet.protocol import Factory, Protocol
-
-    from rocketmq_emu.broker.remoting.command import RemotingCommand
-
-    response = RemotingCommand.request(310, opaque=1).response(
-        0, None, {"msgId": "7F00000100002A9F0000000000000000", "queueId": "0",
-                  "queueOffset": "0", "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
-    ).encode()
-
-    class Floor(Protocol):
-        def connectionMade(self) -> None:
-            self.buf = bytearray()
-            # The same socket option the broker's connections set (Netty's TCP_NODELAY); the
-            # --cpu run's StringTransport has no socket.
-            set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
-            if set_no_delay is not None:
-                set_no_delay(True)
-
-        def dataReceived(self, data: bytes) -> None:
-            buf = self.buf
-            buf += data
-            pos = 0
-            n = 0
-            blen = len(buf)
-            while blen - pos >= 4:
-                flen = _LEN.unpack_from(buf, pos)[0]
-                if blen - pos - 4 < flen:
-                    break
-                pos += 4 + flen
-                n += 1
-            if pos:
-                del buf[:pos]
-                self.transport.write(response * n)
-
-    return Factory.forProtocol(Floor)
-
-
 # --- orchestration ----------------------------------------------------------------------------
 
 
@@ -287,176 +187,12 @@ def _phase(reactor, port: int, kind: str, args, total_msgs: int = 0, profiler=No
     return d
 
 
-def _start_broker(reactor, store_dir: str):
-    """Start a BrokerController with a temporary store and no name server; returns it and its port."""
-    from rocketmq_emu.broker.config import BrokerConfig
-    from rocketmq_emu.broker.controller import BrokerController
-
-    cfg = BrokerConfig(
-        store_path_root_dir=store_dir,
-        listen_port=_free_port(),
-        namesrv_addr=None,
-        mapped_file_size_commit_log=256 * 1024 * 1024,
-    )
-    controller = BrokerController(cfg, reactor=reactor, host="127.0.0.1")
-    return controller, cfg.listen_port
-
-
-def _free_port() -> int:
-    for _ in range(100):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port - 2))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no free port")
-
-
 def _report(name: str, result: dict, cpu: float, count_key: str = "measured_answers") -> float:
     rate = result[count_key] / result["elapsed"] if result["elapsed"] > 0 else 0.0
     per_req = cpu / result["answered"] * 1e6 if result["answered"] else float("nan")
     print(f"{name:<28} {rate:>12,.0f} msgs/s   server CPU {per_req:6.1f} us/request"
           f"   ({result['answered']} answers, {result['errors']} errors)")
     return rate
-
-
-def cpu_costs(n: int = 20000, profile: str | None = None) -> int:
-    """CPU µs per SEND_MESSAGE_V2 through the floor protocol and through the broker, then per
-    message of PULL_MESSAGE over what the sends stored (:func:`pull_cost`), in-process."""
-    from twisted.internet import reactor
-    from twisted.internet.testing import StringTransport
-
-    batch = b"".join(send_frame(q) for q in range(4)) * 8  # 32 frames per read
-
-    def cost(proto, count: int) -> float:
-        transport = StringTransport()
-        proto.makeConnection(transport)
-        for _ in range(100):  # warm up: topic creation, first file pages, caches
-            proto.dataReceived(batch)
-            transport.clear()
-        t0 = time.process_time()
-        for _ in range(count // 32):
-            proto.dataReceived(batch)
-            transport.clear()
-        return (time.process_time() - t0) / (count // 32 * 32) * 1e6
-
-    floor = cost(floor_factory().buildProtocol(("127.0.0.1", 1)), n * 5)
-    store_dir = tempfile.mkdtemp(prefix="rmq-emu-bench-")
-    try:
-        controller, _ = _start_broker(reactor, store_dir)
-        controller.store.load()
-        controller.store.start()
-        gc.freeze()  # as `rmq-emu up` / `broker` do once started (broker/cli.py)
-        proto = controller.factory.buildProtocol(("127.0.0.1", 1))
-        profiler = None
-        if profile:
-            import cProfile
-
-            profiler = cProfile.Profile()
-            profiler.enable()
-        broker = cost(proto, n)
-        if profiler is not None:
-            profiler.disable()
-            profiler.dump_stats(profile)
-            print(f"profile written to {profile}")
-        store = controller.store
-        t0 = time.process_time()
-        queued = store.build_queued_index()
-        index = (time.process_time() - t0) / max(queued, 1) * 1e6
-        # The same requests with the store's put replaced by the answer of one real put: what
-        # the protocol and the send processor cost on their own.
-        real_put = store.put_message
-        sample: list = []
-
-        def stub_put(record):
-            if not sample:
-                sample.append(real_put(record))
-            return sample[0]
-
-        store.put_message = stub_put
-        alone = cost(proto, n)
-        store.put_message = real_put
-        pull, pulled = pull_cost(proto, (100 + n // 32) * 8, profile)
-        controller.store.shutdown()
-    finally:
-        import shutil
-
-        shutil.rmtree(store_dir, ignore_errors=True)
-    print(f"broker send CPU  {broker:8.2f} us/msg   (target <= 10; 1 KiB bodies, 32 per read)")
-    print(f"  remoting + send path with the put stubbed {alone:6.2f} us/msg; the store "
-          f"{broker - alone:.2f}")
-    print(f"  index entries of those sends, built after {queued} puts: {index:.2f} us/msg")
-    print(f"broker pull CPU  {pull:8.2f} us/msg   (target <= 8; 32-message pulls, {pulled} "
-          f"messages pulled)")
-    print(f"floor path CPU   {floor:8.2f} us/msg   (reference: a bare Twisted server answering "
-          f"each frame with a fixed response)")
-    return 0
-
-
-def _check_pull_responses(out: bytes, expect_frames: int) -> int:
-    """Messages in the PULL_MESSAGE responses ``out`` (frames back to back); raises unless there
-    are ``expect_frames`` answers, each code 0 (FOUND) with 32 commitlog records."""
-    buf = bytearray(out)
-    pos = frames = msgs = 0
-    while pos + 4 <= len(buf):
-        flen = _LEN.unpack_from(buf, pos)[0]
-        if not _response_ok(buf, pos + 4):
-            raise RuntimeError(f"pull answered with an error: {bytes(buf[pos:pos + 300])!r}")
-        count = _count_records(buf, pos + 4, pos + 4 + flen)
-        if count != 32:
-            raise RuntimeError(f"pull answer holds {count} records, not 32")
-        msgs += count
-        frames += 1
-        pos += 4 + flen
-    if frames != expect_frames or pos != len(buf):
-        raise RuntimeError(f"{frames} pull answers ({len(buf) - pos} bytes left), "
-                           f"expected {expect_frames}")
-    return msgs
-
-
-def pull_cost(proto, stored_per_queue: int, profile: str | None = None) -> tuple[float, int]:
-    """CPU µs per MESSAGE of PULL_MESSAGE (32 per pull) over what the send phase stored in
-    queues 0..3: successive offsets of every queue, 8 frames per read, every answer checked
-    (FOUND, 32 records) outside the timed calls. Returns (µs/msg, messages pulled)."""
-    from twisted.internet.testing import StringTransport
-
-    per_read = 8
-    pulls = [pull_frame(o, q) for o in range(0, stored_per_queue - 31, 32) for q in range(4)]
-    reads = [b"".join(pulls[i:i + per_read]) for i in range(0, len(pulls) - per_read + 1, per_read)]
-    transport = StringTransport()
-    proto.makeConnection(transport)
-    for data in reads[:20]:  # warm up
-        proto.dataReceived(data)
-        _check_pull_responses(transport.value(), per_read)
-        transport.clear()
-    profiler = None
-    if profile:
-        import cProfile
-
-        profiler = cProfile.Profile()
-    cpu = 0.0
-    msgs = 0
-    clock = time.process_time
-    for _ in range(3):  # passes over the whole stored range: ~70,000 messages
-        for data in reads:
-            if profiler is not None:
-                profiler.enable()
-            t0 = clock()
-            proto.dataReceived(data)
-            cpu += clock() - t0
-            if profiler is not None:
-                profiler.disable()
-            msgs += _check_pull_responses(transport.value(), per_read)
-            transport.clear()
-    if profiler is not None:
-        path = profile + ".pull"
-        profiler.dump_stats(path)
-        print(f"pull profile written to {path}")
-    return cpu / msgs * 1e6, msgs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -515,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                 if rate > floor_rate:
                     floor_rate, floor_cpu = rate, cpu / max(floor["answered"], 1)
                 if controller is None:
-                    controller, bport = _start_broker(reactor, store_dir)
+                    controller, bport = start_broker(reactor, store_dir)
                     yield defer.maybeDeferred(controller.start)
                     gc.freeze()  # as `rmq-emu up` / `broker` do once started (broker/cli.py)
                 send, cpu = yield _phase(reactor, bport, "send", args, profiler=profiler)
