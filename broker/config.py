@@ -78,6 +78,8 @@ class BrokerConfig:
     short_polling_time_mills: int = 1000
     notify_consumer_ids_changed_enable: bool = True
     reject_transaction_message: bool = False
+    #: RocketMQ 5: whether UPDATE_AND_CREATE_TOPIC may set ``+message.type=MIXED``.
+    enable_mixed_message_type: bool = False
     # --- SQL92 filters and transactions (BrokerConfig.java; used by broker.filter and
     # broker.transaction)
     enable_property_filter: bool = False

@@ -7,17 +7,20 @@ File shape (``TopicConfigSerializeWrapper``, protocol.md §3.8)::
                                         "topicFilterType": "SINGLE_TAG", "topicName": "TopicTest",
                                         "topicSysFlag": 0, "writeQueueNums": 4}, ...}}
 
-Fields written by other RocketMQ versions (5.x ``attributes``) are kept verbatim.
+RocketMQ 5's ``attributes`` map (``{"message.type": "FIFO"}``, see
+:mod:`rocketmq_emu.broker.topic_attributes`) is a field of every topic and is always written,
+``{}`` when empty, as 5.x writes it; other fields of other versions are kept verbatim.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rocketmq_emu.broker import jsonutil
 from rocketmq_emu.broker.configs.base import ConfigManager, DataVersion, clock_millis, is_blank
 from rocketmq_emu.broker.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
@@ -25,6 +28,7 @@ from rocketmq_emu.broker.message import (
     RETRY_GROUP_TOPIC_PREFIX,
     RMQ_SYS_SCHEDULE_TOPIC,
 )
+from rocketmq_emu.broker.topic_attributes import alter_current_attributes
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +59,7 @@ SINGLE_TAG = "SINGLE_TAG"
 MULTI_TAG = "MULTI_TAG"
 
 _KNOWN_FIELDS = frozenset(
-    ("order", "perm", "readQueueNums", "topicFilterType", "topicName", "topicSysFlag",
+    ("attributes", "order", "perm", "readQueueNums", "topicFilterType", "topicName", "topicSysFlag",
      "writeQueueNums")
 )
 
@@ -96,14 +100,16 @@ class TopicConfig:
     topic_filter_type: str = SINGLE_TAG
     topic_sys_flag: int = 0
     order: bool = False
-    #: Fields of other RocketMQ versions (e.g. 5.x ``attributes``), written back unchanged.
+    #: Fields of other RocketMQ versions, written back unchanged.
     extra: dict[str, Any] = field(default_factory=dict)
+    #: RocketMQ 5 topic attributes (real keys, e.g. ``message.type``), ``attributes`` in JSON.
+    attributes: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """The fastjson shape (camelCase keys)."""
+        """The fastjson shape (camelCase keys; 5.x writes ``attributes`` even when empty)."""
         doc = dict(self.extra)
         doc.update(
-            order=self.order, perm=self.perm, readQueueNums=self.read_queue_nums,
+            attributes=dict(self.attributes), order=self.order, perm=self.perm, readQueueNums=self.read_queue_nums,
             topicFilterType=self.topic_filter_type, topicName=self.topic_name,
             topicSysFlag=self.topic_sys_flag, writeQueueNums=self.write_queue_nums,
         )
@@ -126,7 +132,19 @@ class TopicConfig:
             topic_sys_flag=int(doc.get("topicSysFlag", 0)),
             order=bool(doc.get("order", False)),
             extra={k: v for k, v in doc.items() if k not in _KNOWN_FIELDS},
+            attributes=_attributes_from_json(doc.get("attributes")),
         )
+
+
+def _attributes_from_json(value: Any) -> dict[str, str]:
+    """``Map<String, String>`` as fastjson reads it: null is empty, a non-string value becomes
+    its JSON text; anything but an object is a bad entry (TypeError)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"topic attributes must be an object, got {type(value).__name__}")
+    return {str(k): v if isinstance(v, str) else jsonutil.dumps(v).decode()
+            for k, v in value.items() if v is not None}
 
 
 class TopicConfigManager(ConfigManager):
@@ -309,9 +327,19 @@ class TopicConfigManager(ConfigManager):
         )
 
     # --- admin ------------------------------------------------------------------------------
-    def update_topic_config(self, tc: TopicConfig) -> None:
-        """Create or replace a topic (UPDATE_AND_CREATE_TOPIC) and persist."""
+    def update_topic_config(self, tc: TopicConfig,
+                            modification: Mapping[str, str] | None = None) -> None:
+        """Create or replace a topic (UPDATE_AND_CREATE_TOPIC) and persist.
+
+        As 5.x ``updateTopicConfig``: ``tc.attributes`` becomes the current attributes (none for
+        a new topic) with ``modification`` (``parse_to_map`` of ``+k=v,-k``) applied, so an
+        update without one keeps them. Raises
+        :class:`~rocketmq_emu.broker.topic_attributes.AttributeRequestError`, changing nothing,
+        if the modification is refused.
+        """
         old = self.topic_config_table.get(tc.topic_name)
+        tc.attributes = alter_current_attributes(
+            old is None, old.attributes if old is not None else {}, modification or {})
         self.topic_config_table[tc.topic_name] = tc
         log.info("%s topic config %s", "update" if old else "create", tc)
         self.data_version.next_version()

@@ -25,6 +25,7 @@ from typing import Any
 from rocketmq_emu.broker import jsonutil
 from rocketmq_emu.broker.configs.subscription import SubscriptionGroupConfig
 from rocketmq_emu.broker.configs.topics import TopicConfig
+from rocketmq_emu.broker.processors.admin_topic_attributes import update_topic_with_attributes
 from rocketmq_emu.broker.processors.client_manage import BodyError, parse_json_body
 from rocketmq_emu.broker.processors.common import is_system_topic, validate_topic
 from rocketmq_emu.broker.processors.context import BrokerContext
@@ -107,8 +108,14 @@ class AdminBrokerProcessor:
             perm=h.perm, topic_filter_type=h.topic_filter_type or "SINGLE_TAG",
             topic_sys_flag=h.topic_sys_flag or 0, order=bool(h.order),
         )
+        refused = update_topic_with_attributes(
+            self.ctx.topic_config, tc, h.attributes,
+            getattr(self.ctx.config, "enable_mixed_message_type", False))
+        if refused is not None:
+            log.warning("updateAndCreateTopic %s by %s refused: %s", topic, conn.peer_addr,
+                        refused[1])
+            return cmd.response(*refused)
         log.info("updateAndCreateTopic called by %s: %s", conn.peer_addr, tc)
-        self.ctx.topic_config.update_topic_config(tc)
         self._changed()
         return cmd.response(ResponseCode.SUCCESS)
 

@@ -123,7 +123,7 @@ def test_topics_json_shape_and_round_trip(tmp_path):
     doc = json.loads((tmp_path / "config" / "topics.json").read_text())
     assert doc["dataVersion"] == {"counter": 1, "timestamp": 1_700_000_000_000}
     assert doc["topicConfigTable"]["T"] == {
-        "order": True, "perm": 6, "readQueueNums": 2, "topicFilterType": "SINGLE_TAG",
+        "attributes": {}, "order": True, "perm": 6, "readQueueNums": 2, "topicFilterType": "SINGLE_TAG",
         "topicName": "T", "topicSysFlag": 0, "writeQueueNums": 3,
     }
     again = topics(tmp_path)

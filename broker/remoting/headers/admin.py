@@ -67,6 +67,8 @@ class CreateTopicRequestHeader(CommandHeader):
     topic_filter_type: str | None = req("topicFilterType")
     topic_sys_flag: int | None = opt("topicSysFlag", INT)
     order: bool = req("order", BOOL)
+    #: RocketMQ 5: the attribute modification, ``+message.type=FIFO,-k`` (``AttributeParser``).
+    attributes: str | None = opt("attributes")
 
 
 @header
