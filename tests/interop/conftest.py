@@ -11,6 +11,8 @@ from interop_support import (
     CVS_SPEC,
     NPM_SPECS,
     PYPI_SPEC,
+    SDK5_NPM_SPEC,
+    SDK5_PY_SPEC,
     ClientLauncher,
     Emulator,
     cache_dir,
@@ -58,6 +60,36 @@ def npm_clients() -> Path:
          "--loglevel=error", *NPM_SPECS],
         ["node", "-e",
          "require('{target}/node_modules/ali-ons'); require('{target}/node_modules/rocketmq-nodejs')"],
+    )
+    return target / "node_modules"
+
+
+@pytest.fixture(scope="session")
+def sdk5_python() -> Path:
+    """PYTHONPATH entry for PyPI ``rocketmq-python-client==5.1.2`` (the 5.x gRPC SDK, with its
+    own grpcio and protobuf), the same install test_sdk5_protocol.py uses."""
+    return install(
+        SDK5_PY_SPEC,
+        cache_dir() / "pypi-rocketmq-python-client-5.1.2",
+        [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-q",
+         "--no-input", "--target", "{target}", SDK5_PY_SPEC],
+        [sys.executable, "-c",
+         "import sys; sys.path.append('{target}'); import rocketmq.grpc_protocol.service_pb2"],
+    )
+
+
+@pytest.fixture(scope="session")
+def sdk5_nodejs() -> Path:
+    """``node_modules`` directory (for NODE_PATH) with npm ``rocketmq-client-nodejs@1.0.8``."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.fail("node and npm are required for the npm interop clients (not found on PATH)")
+    target = cache_dir() / ("npm-" + SDK5_NPM_SPEC.replace("@", "_"))
+    install(
+        SDK5_NPM_SPEC,
+        target,
+        ["npm", "install", "--prefix", "{target}", "--no-audit", "--no-fund",
+         "--loglevel=error", SDK5_NPM_SPEC],
+        ["node", "-e", "require('{target}/node_modules/rocketmq-client-nodejs')"],
     )
     return target / "node_modules"
 

@@ -35,6 +35,8 @@ CLIENTS = Path(__file__).resolve().parent / "clients"
 PYPI_SPEC = "rocketmq==0.4.4"
 CVS_SPEC = "rocketmq-python-cvs==2.1.0.3"
 NPM_SPECS = ("ali-ons@3.12.0", "rocketmq-nodejs@1.1.2")
+SDK5_PY_SPEC = "rocketmq-python-client==5.1.2"
+SDK5_NPM_SPEC = "rocketmq-client-nodejs@1.0.8"
 INSTALL_TIMEOUT = 600
 TEST_COMMITLOG_SIZE = 64 * 1024 * 1024
 
@@ -121,6 +123,8 @@ class Emulator:
     broker: str
     store: Path
     log_path: Path
+    grpc: str | None = None
+    control: str | None = None
 
     def log_tail(self, n: int = 60) -> str:
         """The last lines of the emulator's output (for assertion messages)."""
@@ -131,12 +135,21 @@ class Emulator:
         return "\n".join(lines[-n:])
 
 
-def start_emulator(tmp: Path, extra: list[str] | None = None, timeout: float = 30) -> Emulator:
-    """Start ``python -m broker.cli up`` on free ports; wait until it prints ``ready``."""
+def start_emulator(tmp: Path, extra: list[str] | None = None, timeout: float = 30,
+                   grpc_port: int | None = None, control_port: int | None = None) -> Emulator:
+    """Start ``python -m broker.cli up`` on free ports; wait until it prints ``ready``.
+
+    ``grpc_port`` adds ``--grpc-port`` (the 5.x SDKs' endpoint), ``control_port`` the HTTP control
+    API (``--control-port``: business clock, faults); both are recorded on the :class:`Emulator`.
+    """
     ns_port, broker_port = free_port_pair()
     store = tmp / "store"
     log_path = tmp / "emulator.log"
     extra = list(extra or [])
+    if grpc_port is not None:
+        extra += ["--grpc-port", str(grpc_port)]
+    if control_port is not None:
+        extra += ["--control-port", str(control_port)]
     if "-c" not in extra:
         # The default 1 GiB commit log file is pre-touched, i.e. really written: a test store
         # (kept by pytest for three runs) does not need it.
@@ -160,7 +173,10 @@ def start_emulator(tmp: Path, extra: list[str] | None = None, timeout: float = 3
         text = log_path.read_text(errors="replace")
         if "ready" in text:
             return Emulator(proc, f"127.0.0.1:{ns_port}", f"127.0.0.1:{broker_port}", store,
-                            log_path)
+                            log_path,
+                            grpc=None if grpc_port is None else f"127.0.0.1:{grpc_port}",
+                            control=None if control_port is None else
+                            f"http://127.0.0.1:{control_port}")
         time.sleep(0.1)
     proc.kill()
     pytest.fail(f"rmq-emu up not ready after {timeout}s:\n{log_path.read_text()[-4000:]}")
@@ -192,6 +208,8 @@ class ClientProcess:
     emulator: Emulator | None = None
     _stopped: bool = field(default=False)
     killed_after_finish: bool = field(default=False)
+    #: Log files the client library writes (their tails go into :meth:`diagnostics`).
+    sdk_logs: tuple[Path, ...] = ()
 
     def events(self, kind: str | None = None) -> list[dict]:
         """Parsed JSON lines printed so far (optionally only ``event == kind``)."""
@@ -269,30 +287,40 @@ class ClientProcess:
         out = self.out_path.read_text(errors="replace")[-3000:]
         err = self.err_path.read_text(errors="replace")[-3000:]
         emu = self.emulator.log_tail() if self.emulator else ""
-        return (f"--- {self.name} stdout\n{out}\n--- {self.name} stderr\n{err}\n"
+        logs = ""
+        for path in self.sdk_logs:
+            try:
+                logs += f"--- {path.name} (tail)\n{path.read_text(errors='replace')[-3000:]}\n"
+            except OSError:
+                pass
+        return (f"--- {self.name} stdout\n{out}\n--- {self.name} stderr\n{err}\n{logs}"
                 f"--- emulator log (tail)\n{emu}")
 
 
 class ClientLauncher:
     """Starts client scripts with the right interpreter, module path and HOME."""
 
-    def __init__(self, tmp: Path, emulator: Emulator, pypi: Path | None, npm: Path | None):
+    def __init__(self, tmp: Path, emulator: Emulator, pypi: Path | None, npm: Path | None,
+                 sdk5_py: Path | None = None, sdk5_npm: Path | None = None):
         self.tmp = tmp
         self.emulator = emulator
         self.pypi = pypi
         self.npm = npm
+        self.sdk5_py = sdk5_py
+        self.sdk5_npm = sdk5_npm
         self.started: list[ClientProcess] = []
         self.home = tmp / "home"  # the C++ clients log under $HOME/logs
         self.home.mkdir(exist_ok=True)
 
-    def _spawn(self, name: str, argv: list[str], env: dict) -> ClientProcess:
+    def _spawn(self, name: str, argv: list[str], env: dict,
+               sdk_logs: tuple[Path, ...] = ()) -> ClientProcess:
         n = len(self.started)
         out_path = self.tmp / f"{n:02d}-{name}.out"
         err_path = self.tmp / f"{n:02d}-{name}.err"
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err,
                                     cwd=self.tmp, env=env)
-        cp = ClientProcess(name, proc, out_path, err_path, self.emulator)
+        cp = ClientProcess(name, proc, out_path, err_path, self.emulator, sdk_logs=sdk_logs)
         self.started.append(cp)
         return cp
 
@@ -313,6 +341,26 @@ class ClientLauncher:
         env = dict(os.environ, HOME=str(self.home), NODE_PATH=str(self.npm))
         argv = ["node", str(CLIENTS / script), json.dumps(config)]
         return self._spawn(script.removesuffix(".js"), argv, env)
+
+    def sdk5_python(self, script: str, **config) -> ClientProcess:
+        """Start ``clients/<script>`` with PyPI rocketmq-python-client 5.x importable; ``config``
+        goes as one JSON argument (``endpoint`` defaults to the emulator's gRPC endpoint)."""
+        assert self.sdk5_py is not None, "request the sdk5_python fixture"
+        config.setdefault("endpoint", self.emulator.grpc)
+        env = dict(os.environ, HOME=str(self.home), PYTHONUNBUFFERED="1",
+                   PYTHONPATH=os.pathsep.join([str(self.sdk5_py), str(CLIENTS)]))
+        argv = [sys.executable, str(CLIENTS / script), json.dumps(config)]
+        log = self.home / "logs" / "rocketmq_python" / "rocketmq_client.log"
+        return self._spawn(script.removesuffix(".py"), argv, env, (log,))
+
+    def sdk5_node(self, script: str, **config) -> ClientProcess:
+        """Start ``clients/<script>`` with npm rocketmq-client-nodejs 1.x on NODE_PATH."""
+        assert self.sdk5_npm is not None, "request the sdk5_nodejs fixture"
+        config.setdefault("endpoint", self.emulator.grpc)
+        env = dict(os.environ, HOME=str(self.home), NODE_PATH=str(self.sdk5_npm))
+        argv = ["node", str(CLIENTS / script), json.dumps(config)]
+        log = self.home / "logs" / "rocketmq" / "rocketmq_client_nodejs.log"
+        return self._spawn(script.removesuffix(".js"), argv, env, (log,))
 
     def run_python(self, script: str, *args: str, timeout: float = 60) -> ClientProcess:
         """Run a Python client script to completion."""
@@ -422,3 +470,60 @@ def wait_consumers(emu: Emulator, group: str, count: int, timeout: float = 20) -
             pytest.fail(f"group {group}: {ids} after {timeout}s, expected {count} clients\n"
                         + emu.log_tail())
         time.sleep(0.1)
+
+
+# --- 5.x SDK set-up: typed topics, consumer groups, the control API
+
+
+def update_topic(emu: Emulator, topic: str, queues: int = 4, message_type: str | None = None,
+                 timeout: float = 30) -> None:
+    """``rmq-emu admin updateTopic`` (mqadmin's command; ``-a +message.type=T`` for a typed topic,
+    as RocketMQ 5 creates FIFO/DELAY/TRANSACTION topics), then wait for the route. The 5.x SDKs
+    never auto-create a topic."""
+    argv = [sys.executable, "-m", "rocketmq_emu.broker.cli", "admin", "updateTopic",
+            "-n", emu.namesrv, "-b", emu.broker, "-t", topic, "-r", str(queues), "-w", str(queues)]
+    if message_type is not None:
+        argv += ["-a", f"+message.type={message_type}"]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        pytest.fail(f"$ {' '.join(argv)}\nexit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    wait_route(emu, topic)
+
+
+def update_subscription_group(emu: Emulator, group: str, **fields: Any) -> None:
+    """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (``mqadmin updateSubGroup``) with SubscriptionGroupConfig
+    fields in their JSON names, e.g. ``retryMaxTimes=2`` or ``consumeMessageOrderly=True`` (a FIFO
+    group: what RocketMQ 5's proxy reports as ``Settings.subscription.fifo``)."""
+    from rocketmq_emu.broker.remoting.codes import RequestCode
+
+    body = json.dumps({"groupName": group, **fields}).encode()
+    resp = rpc(emu.broker, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body)
+    assert resp.code == 0, f"UPDATE_AND_CREATE_SUBSCRIPTIONGROUP {group}: {resp.code} {resp.remark}"
+
+
+def control(emu: Emulator, method: str, path: str, body: dict | None = None) -> Any:
+    """One JSON call to the emulator's control API (started with ``control_port``)."""
+    import urllib.request
+
+    assert emu.control, "start the emulator with control_port"
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(emu.control + path, data=data, method=method,
+                                 headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def advance_clock(emu: Emulator, seconds: float) -> None:
+    """Move the broker's business clock forward (invisible times, delivery timestamps)."""
+    control(emu, "POST", "/clock/advance", {"seconds": seconds})
+
+
+def stored_messages(emu: Emulator, topic: str, queues: int = 1) -> list[dict]:
+    """The messages of ``topic`` as the control API's /messages lists them (all queues given)."""
+    import urllib.parse
+
+    out = []
+    for queue in range(queues):
+        q = urllib.parse.urlencode({"topic": topic, "queueId": queue, "max": 1000})
+        out += control(emu, "GET", f"/messages?{q}")
+    return out
