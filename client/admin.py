@@ -107,13 +107,19 @@ class Admin(BrokerAdminMixin):
         return out
 
     def create_topic(self, topic: str, queue_nums: int = 8, *, perm: int = 6, order: bool = False,
-                     cluster: str | None = None, broker_addr: str | None = None) -> defer.Deferred:
+                     cluster: str | None = None, broker_addr: str | None = None,
+                     attributes: str | None = None) -> defer.Deferred:
         """Create or update ``topic`` with ``queue_nums`` read and write queues on ``broker_addr``
-        or every master (of ``cluster``); fires with the list of broker addresses."""
-        return _d(self._create_topic(topic, queue_nums, perm, order, cluster, broker_addr))
+        or every master (of ``cluster``); fires with the list of broker addresses.
+
+        ``attributes`` is RocketMQ 5's modification (mqadmin ``-a``), e.g.
+        ``"+message.type=FIFO"``; a refusal fails with :class:`MQBrokerError` and the remark."""
+        return _d(self._create_topic(topic, queue_nums, perm, order, cluster, broker_addr,
+                                     attributes))
 
     async def _create_topic(self, topic: str, queue_nums: int, perm: int, order: bool,
-                            cluster: str | None, broker_addr: str | None) -> list[str]:
+                            cluster: str | None, broker_addr: str | None,
+                            attributes: str | None = None) -> list[str]:
         addrs = [broker_addr] if broker_addr else await self._master_addrs(cluster)
         if not addrs:
             raise MQClientError("no broker to create the topic on")
@@ -122,6 +128,8 @@ class Admin(BrokerAdminMixin):
             "writeQueueNums": str(queue_nums), "perm": str(perm), "topicFilterType": "SINGLE_TAG",
             "topicSysFlag": "0", "order": "true" if order else "false",
         }
+        if attributes is not None:
+            ext["attributes"] = attributes
         for addr in addrs:
             resp = await self.instance.invoke(
                 addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, ext))

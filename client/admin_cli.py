@@ -8,6 +8,7 @@ JSON document instead (for scripts). Exit status: 0 ok, 1 a request failed, 2 us
 
 =====================  =====================================================================
 updateTopic            -t topic (-b addr | -c cluster) [-r 8] [-w 8] [-p 6] [-o false]
+                       [-a +message.type=FIFO]: RocketMQ 5 attributes (``+k=v,-k``)
 deleteTopic            -t topic -c cluster: brokers (215) then name servers (216)
 topicList              [-c]: topic names (206); with -c also cluster and consumer groups
 topicRoute             -t topic: the route (105) as pretty JSON
@@ -40,6 +41,12 @@ from rocketmq_emu.broker.jsonutil import loads_lenient
 from rocketmq_emu.broker.remoting.bodies import decode_mq_map, decode_offset_table
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.topic_attributes import (
+    AttributeRequestError,
+    java_map_str,
+    parse_to_map,
+    parse_to_string,
+)
 from rocketmq_emu.client import admin_cli_broker
 from rocketmq_emu.client.admin_common import invoke, masters, route_masters
 from rocketmq_emu.client.admin_output import Output, UsageError, format_ms, parse_timestamp
@@ -69,19 +76,32 @@ async def update_topic(admin: Any, args: argparse.Namespace, out: Output) -> Non
     else:
         raise UsageError("give -b brokerAddr or -c clusterName")
     order = str(args.order).lower() == "true"
+    modification = _attributes_option(args.attributes)
     ext = {"topic": args.topic, "defaultTopic": "TBW102",
            "readQueueNums": str(args.readQueueNums), "writeQueueNums": str(args.writeQueueNums),
            "perm": str(args.perm), "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0",
-           "order": "true" if order else "false"}
+           "order": "true" if order else "false", "attributes": parse_to_string(modification)}
     for addr in addrs:
         await _invoke(admin, addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
         out.text(f"create topic to {addr} success.")
     config = {"topicName": args.topic, "readQueueNums": args.readQueueNums,
-              "writeQueueNums": args.writeQueueNums, "perm": args.perm, "order": order}
+              "writeQueueNums": args.writeQueueNums, "perm": args.perm, "order": order,
+              "attributes": modification}
     out.text(f"TopicConfig [topicName={args.topic}, readQueueNums={args.readQueueNums}, "
              f"writeQueueNums={args.writeQueueNums}, perm={args.perm}, "
-             f"topicFilterType=SINGLE_TAG, topicSysFlag=0, order={str(order).lower()}]")
+             f"topicFilterType=SINGLE_TAG, topicSysFlag=0, order={str(order).lower()}, "
+             f"attributes={java_map_str(modification)}]")
     out.doc = {"brokers": addrs, "topicConfig": config}
+
+
+def _attributes_option(value: str | None) -> dict[str, str]:
+    """``-a``: parsed before anything is sent, as mqadmin 5.x does (``AttributeParser``)."""
+    if value is None:
+        return {}
+    try:
+        return parse_to_map(value.strip())
+    except AttributeRequestError as exc:
+        raise UsageError(f"-a {value}: {exc}") from None
 
 
 async def delete_topic(admin: Any, args: argparse.Namespace, out: Output) -> None:
@@ -379,6 +399,7 @@ def _add_options(name: str, p: argparse.ArgumentParser) -> None:
         opt("-w", "--writeQueueNums", type=int, default=8)
         opt("-p", "--perm", type=int, default=6)
         opt("-o", "--order", default="false")
+        opt("-a", "--attributes", help="attribute(+a=b,+c=d,-e); a deletion first: -a=-e")
     if name in ("consumerProgress", "resetOffsetByTime"):
         opt("-g", "--groupName")
     if name == "queryMsgById":
