@@ -37,7 +37,7 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE", "LENGTH_PREFIXED_MESSAGE", "MAX_TIMEOUT_VALUE", "PREFIX_SIZE",
     "SUPPORTED_ENCODINGS", "GrpcError", "MessageDecoder", "RequestHeaders", "RequestRejected",
     "StatusCode", "decode_binary_header", "decode_grpc_message", "encode_grpc_message",
-    "encode_message", "encode_metadata",
+    "encode_message", "encode_metadata", "message_prefix",
     "format_timeout", "parse_request_headers", "parse_status", "parse_timeout",
     "response_headers", "trailers", "trailers_only",
 ]
@@ -123,6 +123,12 @@ _ZLIB_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 def encode_message(payload: bytes, compressed: bool = False) -> bytes:
     """One Length-Prefixed-Message: flag, big-endian length, ``payload`` ("Requests")."""
     return _PREFIX.pack(1 if compressed else 0, len(payload)) + payload
+
+
+def message_prefix(length: int, compressed: bool = False) -> bytes:
+    """The 5 bytes (Compressed-Flag, Message-Length) in front of a ``length``-byte message, for
+    a writer that sends a large payload after them without copying it into one buffer."""
+    return _PREFIX.pack(1 if compressed else 0, length)
 
 
 class MessageDecoder:

@@ -1,0 +1,730 @@
+"""gRPC server transport: HTTP/2 (the ``h2`` library, sans-IO) on a Twisted protocol.
+
+Twisted owns the loop: no asyncio, no grpcio server, no thread. :class:`GrpcServerFactory` holds
+the handlers (by RPC name), interceptors and observers and builds one :class:`GrpcProtocol` per
+TCP connection; every HTTP/2 stream naming a served method becomes a
+:class:`~rocketmq_emu.broker.grpc.call.ServerCall`. The gRPC framing is
+:mod:`~rocketmq_emu.broker.grpc.wire`'s (pure codecs); this module moves bytes and runs calls.
+
+Handlers, by the method's kind (``messages.Method.kind``)::
+
+    unary_unary:   fn(request, call) -> response | Deferred[response]   (raise GrpcError to fail)
+    unary_stream:  fn(request, call) -> None | Deferred   (call.send() each response; OK Trailers
+                   when it returns / the Deferred fires, unless the handler finished the call)
+    stream_stream, stream_unary:
+                   fn(call) -> observer with .on_message(msg), .on_half_close(), .on_cancel()
+
+A handler's Deferred failing with GrpcError ends the call with its code; any other exception
+(raised or in a Deferred) ends it UNKNOWN and is logged. A handler's Deferred is never cancelled
+by the transport (it may be shared with the broker's long polls): a cancelled call runs its cancel
+callbacks and whatever the Deferred fires with later is dropped.
+
+Per call, in order: observers (every call to a served method, told at once: ``CallEvent``), then
+interceptors ``fn(call, request)`` (``request`` None for client-streaming methods) returning None
+(proceed), a GrpcError (raised or returned: the call fails with it), :data:`DROP` (never answer),
+a response message (answer with it, OK), or a Deferred of any of these; then the handler.
+A unary request is handled once its END_STREAM arrives.
+
+Behaviours (grpc doc/PROTOCOL-HTTP2.md; grpc-java's messages where it has one):
+
+* unknown path or a method without a handler: UNIMPLEMENTED, Trailers-Only; a bad Request-Headers
+  block gets what ``wire.parse_request_headers`` says (405/415/400, INTERNAL);
+* a bad Length-Prefixed-Message (flag, truncated at END_STREAM, over ``max_message_size``) or a
+  request that is not valid protobuf: INTERNAL / RESOURCE_EXHAUSTED ("Invalid protobuf byte
+  sequence") on that stream only; a unary method's stream with no or two requests: INTERNAL
+  ("Half-closed without a request", "Too many requests");
+* ``grpc-timeout``: a deadline on the factory's clock; at it the call is cancelled and answered
+  DEADLINE_EXCEEDED;
+* RST_STREAM from the client or the connection's loss: the call is cancelled, nothing more is
+  written for it;
+* flow control: received DATA is acknowledged as it is consumed (so a message larger than the
+  window streams in); outgoing DATA waits for the peer's window (WINDOW_UPDATE, SETTINGS);
+  MAX_CONCURRENT_STREAMS 1000 (long polls hold streams); messages up to 130 MiB, the proxy's
+  ``grpcMaxInboundMessageSize``; PINGs are acknowledged (h2) and never limited;
+* a client that is not HTTP/2 (remoting bytes, HTTP/1.1): the connection is closed with one log
+  line; an HTTP/2 protocol error closes the connection (h2's GOAWAY) with one log line;
+* :meth:`GrpcServerFactory.close_all`: every call in flight is answered UNAVAILABLE ("the server
+  is shutting down": the SDKs retry it elsewhere or later; waiting for long polls would hold a
+  shutdown for up to their 20-30 s), then GOAWAY and close; new streams are refused.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from h2.config import H2Configuration
+from h2.connection import H2Connection
+from h2.errors import ErrorCodes
+from h2.events import (
+    ConnectionTerminated,
+    DataReceived,
+    RemoteSettingsChanged,
+    RequestReceived,
+    StreamEnded,
+    StreamReset,
+    WindowUpdated,
+)
+from h2.exceptions import ProtocolError, StreamClosedError
+from h2.settings import SettingCodes, Settings
+from twisted.internet import defer
+from twisted.internet.interfaces import IAddress, IReactorTime
+from twisted.internet.protocol import Factory, Protocol
+from twisted.python.failure import Failure
+
+from rocketmq_emu.broker.grpc.call import DROP, CallEvent, RawPayload, ServerCall, StreamObserver
+from rocketmq_emu.broker.grpc.wire import (
+    GrpcError,
+    MessageDecoder,
+    RequestRejected,
+    StatusCode,
+    encode_message,
+    message_prefix,
+    parse_request_headers,
+    response_headers,
+    trailers,
+    trailers_only,
+)
+from rocketmq_emu.broker.remoting.dispatcher import default_clock
+
+__all__ = [
+    "DROP", "DEFAULT_MAX_CONCURRENT_STREAMS", "MAX_INBOUND_MESSAGE_SIZE", "CallEvent",
+    "GrpcProtocol", "GrpcServerFactory", "Handler", "Interceptor", "Observer", "RawPayload",
+    "ServerCall", "StreamObserver",
+]
+
+log = logging.getLogger(__name__)
+
+#: RocketMQ's proxy: ``ProxyConfig.grpcMaxInboundMessageSize`` = 130 * 1024 * 1024.
+MAX_INBOUND_MESSAGE_SIZE = 130 * 1024 * 1024
+#: Streams a client may hold open on one connection (h2's default is 100; a consumer's long
+#: polls and telemetry streams hold theirs).
+DEFAULT_MAX_CONCURRENT_STREAMS = 1000
+#: Per-stream receive window (SETTINGS_INITIAL_WINDOW_SIZE) and the connection's: grpc-java's
+#: 1 MiB per stream; more on the connection so concurrent uploads do not wait on each other.
+DEFAULT_STREAM_WINDOW = 1 << 20
+DEFAULT_CONNECTION_WINDOW = 16 << 20
+#: The HTTP/2 default windows (RFC 9113 6.9.2).
+_H2_DEFAULT_WINDOW = 65535
+#: Messages up to this size are framed in one buffer (one copy); larger ones go out as prefix +
+#: the payload itself, sliced per DATA frame.
+_COPY_LIMIT = 64 * 1024
+
+Handler = Callable[..., Any]
+Interceptor = Callable[[ServerCall, Any], Any]
+Observer = Callable[[CallEvent], None]
+
+#: Outgoing headers are this module's own (valid, lower-case): h2 need not check them again.
+_H2_CONFIG = H2Configuration(client_side=False, header_encoding=None,
+                             validate_outbound_headers=False, normalize_outbound_headers=False)
+_CLIENT_STREAMING = frozenset({"stream_stream", "stream_unary"})
+_SHUTDOWN_MESSAGE = "the server is shutting down"
+
+
+class GrpcServerFactory(Factory):
+    """Builds a :class:`GrpcProtocol` per connection; holds handlers, interceptors, observers.
+
+    ``handlers`` maps RPC names (``"SendMessage"``) to handlers of ``methods`` (default:
+    MessagingService's, ``messages.service_methods()``); a served method without a handler is
+    answered UNIMPLEMENTED. ``clock`` times deadlines and stamps observer events (default: the
+    reactor). The method objects only need ``name``, ``path``, ``kind`` and ``request`` /
+    ``response`` classes with ``FromString``/``SerializeToString`` (:class:`RawPayload` keeps
+    requests as bytes, for tests).
+    """
+
+    protocol = None  # type: ignore[assignment]  # buildProtocol makes GrpcProtocol itself
+
+    def __init__(self, handlers: Mapping[str, Handler], clock: IReactorTime | None = None, *,
+                 methods: Iterable[Any] | None = None,
+                 max_message_size: int = MAX_INBOUND_MESSAGE_SIZE,
+                 max_concurrent_streams: int = DEFAULT_MAX_CONCURRENT_STREAMS,
+                 stream_window: int = DEFAULT_STREAM_WINDOW,
+                 connection_window: int = DEFAULT_CONNECTION_WINDOW) -> None:
+        if methods is None:
+            from rocketmq_emu.broker.grpc.messages import service_methods
+
+            methods = service_methods()
+        self.all_methods: dict[str, Any] = {m.name: m for m in methods}
+        self.handlers: dict[str, Handler] = {}
+        #: Served methods by ``:path`` (those with a handler).
+        self.methods: dict[str, Any] = {}
+        for name, handler in handlers.items():
+            self.register(name, handler)
+        self._clock = clock
+        self.max_message_size = max_message_size
+        self.max_concurrent_streams = max_concurrent_streams
+        self.stream_window = stream_window
+        self.connection_window = connection_window
+        self.connections: set[GrpcProtocol] = set()
+        self.closing = False
+        self._interceptors: tuple[Interceptor, ...] = ()
+        self._observers: tuple[Observer, ...] = ()
+        self._ids = itertools.count(1)
+
+    @property
+    def clock(self) -> IReactorTime:
+        """The clock deadlines run on."""
+        if self._clock is None:
+            self._clock = default_clock()
+        return self._clock
+
+    def register(self, name: str, handler: Handler) -> None:
+        """Serve RPC ``name`` with ``handler`` (replaces an earlier one); ValueError if the
+        methods have no such RPC."""
+        method = self.all_methods.get(name)
+        if method is None:
+            raise ValueError(f"no RPC {name!r} among {sorted(self.all_methods)}")
+        self.handlers[name] = handler
+        self.methods[method.path] = method
+
+    def add_interceptor(self, fn: Interceptor) -> None:
+        """Run ``fn(call, request)`` before every handler (after earlier interceptors)."""
+        self._interceptors = (*self._interceptors, fn)
+
+    def remove_interceptor(self, fn: Interceptor) -> None:
+        """Undo :meth:`add_interceptor` (no error if absent)."""
+        self._interceptors = tuple(f for f in self._interceptors if f != fn)
+
+    def add_observer(self, fn: Observer) -> None:
+        """Call ``fn(CallEvent)`` for every call to a served method, before the interceptors."""
+        self._observers = (*self._observers, fn)
+
+    def remove_observer(self, fn: Observer) -> None:
+        """Undo :meth:`add_observer` (no error if absent)."""
+        self._observers = tuple(f for f in self._observers if f != fn)
+
+    def buildProtocol(self, addr: IAddress) -> GrpcProtocol:  # noqa: N802 - Twisted's name
+        """One protocol per accepted connection."""
+        return GrpcProtocol(self, next(self._ids))
+
+    def close_all(self) -> defer.Deferred:
+        """Shut every connection down (calls in flight answered UNAVAILABLE, GOAWAY, close);
+        connections made later are closed at once. Fires when all are closed."""
+        self.closing = True
+        waits = [conn.when_closed() for conn in list(self.connections)]
+        for conn in list(self.connections):
+            conn.shutdown()
+        return defer.gatherResults(waits).addCallback(lambda _: None)
+
+
+class GrpcProtocol(Protocol):
+    """One HTTP/2 connection serving gRPC calls (``call.connection`` of each of its calls).
+
+    ``peer`` ``(host, port)``; ``connection_id`` (``"host:port#n"``, unique in the factory);
+    ``calls`` (stream id -> ServerCall, the streams still open); :meth:`add_close_callback`,
+    :meth:`when_closed`.
+    """
+
+    def __init__(self, factory: GrpcServerFactory, number: int) -> None:
+        self.factory = factory
+        self.clock = factory.clock
+        self.number = number
+        self.peer: tuple[str, int] = ("", 0)
+        self.connection_id = f"#{number}"
+        self.calls: dict[int, ServerCall] = {}
+        self.closed = False
+        self._h2: H2Connection | None = None
+        self._receiving = False
+        self._frames_seen = False
+        self._goaway_sent = False
+        self._close_callbacks: list[Callable[[GrpcProtocol], Any]] = []
+        self._closed_waiters: list[defer.Deferred] = []
+
+    def __repr__(self) -> str:
+        return f"<GrpcProtocol {self.connection_id} calls={len(self.calls)}>"
+
+    @property
+    def peer_addr(self) -> str:
+        """``host:port`` of the client."""
+        return f"{self.peer[0]}:{self.peer[1]}"
+
+    def add_close_callback(self, fn: Callable[[GrpcProtocol], Any]) -> None:
+        """Call ``fn(conn)`` once when the connection closes (at once if it is closed)."""
+        if self.closed:
+            fn(self)
+        else:
+            self._close_callbacks.append(fn)
+
+    def when_closed(self) -> defer.Deferred:
+        """A Deferred firing (with this connection) once the connection is closed."""
+        if self.closed:
+            return defer.succeed(self)
+        d: defer.Deferred = defer.Deferred()
+        self._closed_waiters.append(d)
+        return d
+
+    # --- connection ------------------------------------------------------------------------------
+    def connectionMade(self) -> None:  # noqa: N802 - Twisted's name
+        """Send our SETTINGS (and the connection window) at once, as a server must."""
+        address = self.transport.getPeer()
+        self.peer = (getattr(address, "host", ""), getattr(address, "port", 0))
+        self.connection_id = f"{self.peer_addr}#{self.number}"
+        factory = self.factory
+        factory.connections.add(self)
+        h2 = H2Connection(config=_H2_CONFIG)
+        h2.local_settings = Settings(client=False, initial_values={
+            SettingCodes.MAX_CONCURRENT_STREAMS: factory.max_concurrent_streams,
+            SettingCodes.INITIAL_WINDOW_SIZE: factory.stream_window,
+            SettingCodes.MAX_HEADER_LIST_SIZE: H2Connection.DEFAULT_MAX_HEADER_LIST_SIZE,
+        })
+        h2.initiate_connection()
+        if factory.connection_window > _H2_DEFAULT_WINDOW:
+            h2.increment_flow_control_window(factory.connection_window - _H2_DEFAULT_WINDOW)
+        self._h2 = h2
+        self._write_out()
+        if factory.closing:
+            self.shutdown()
+
+    def connectionLost(self, reason: Failure | None = None) -> None:  # noqa: N802
+        """Cancel every call still open; tell the close callbacks and waiters."""
+        if self.closed:
+            return
+        self.closed = True
+        self.factory.connections.discard(self)
+        calls = list(self.calls.values())
+        self.calls.clear()
+        for call in calls:
+            self._drop(call)
+        callbacks, self._close_callbacks = self._close_callbacks, []
+        for fn in callbacks:
+            try:
+                fn(self)
+            except Exception:
+                log.exception("%s: close callback %r failed", self.connection_id, fn)
+        waiters, self._closed_waiters = self._closed_waiters, []
+        for d in waiters:
+            d.callback(self)
+
+    def shutdown(self) -> None:
+        """Answer every call in flight UNAVAILABLE, send GOAWAY and close the connection."""
+        if self.closed or self._h2 is None:
+            return
+        for call in list(self.calls.values()):
+            if call.active:
+                self._abort(call, StatusCode.UNAVAILABLE, _SHUTDOWN_MESSAGE)
+        if not self._goaway_sent:
+            self._goaway_sent = True
+            try:
+                self._h2.close_connection(ErrorCodes.NO_ERROR)
+            except ProtocolError:
+                pass
+        self._write_out()
+        self.transport.loseConnection()
+
+    def dataReceived(self, data: bytes) -> None:  # noqa: N802 - Twisted's name
+        """Feed h2, act on its events, then write what they produced in one write."""
+        h2 = self._h2
+        if h2 is None or self.closed:
+            return
+        self._receiving = True
+        try:
+            try:
+                events = h2.receive_data(data)
+            except ProtocolError as exc:
+                self._protocol_error(exc, data)
+                return
+            self._frames_seen = True
+            on = _EVENT_HANDLERS
+            for event in events:
+                handler = on.get(type(event))
+                if handler is not None:
+                    handler(self, event)
+        finally:
+            self._receiving = False
+        self._write_out()
+
+    def _protocol_error(self, exc: ProtocolError, data: bytes) -> None:
+        if not self._frames_seen and "preamble" in str(exc).lower():
+            log.warning("closing connection from %s: not an HTTP/2 client (first bytes %r)",
+                        self.peer_addr, bytes(data[:16]))
+        else:
+            log.warning("closing connection from %s: HTTP/2 protocol error: %s", self.peer_addr, exc)
+        self._goaway_sent = True
+        self._write_out()  # h2's GOAWAY, if it queued one
+        self.transport.loseConnection()
+
+    def _write_out(self) -> None:
+        h2 = self._h2
+        if h2 is None or self.closed:
+            return
+        data = h2.data_to_send()
+        if data:
+            self.transport.write(data)
+
+    def _io_done(self) -> None:
+        """After writing outside dataReceived (a Deferred fired, a timer ran): flush now."""
+        if not self._receiving:
+            self._write_out()
+
+    # --- h2 events -----------------------------------------------------------------------------
+    def _on_request(self, event: RequestReceived) -> None:
+        h2 = self._h2
+        sid = event.stream_id
+        if self._goaway_sent or self.factory.closing:
+            h2.reset_stream(sid, ErrorCodes.REFUSED_STREAM)
+            return
+        factory = self.factory
+        try:
+            headers = parse_request_headers(event.headers, factory.methods)
+            method = factory.methods[headers.path]
+            decoder = MessageDecoder(factory.max_message_size, headers.encoding)
+        except RequestRejected as rejected:
+            log.debug("%s: stream %d rejected: %s", self.peer_addr, sid, rejected)
+            self._reject(sid, rejected.response(), event.stream_ended is not None)
+            return
+        except GrpcError as error:
+            self._reject(sid, trailers_only(error.code, error.message), event.stream_ended is not None)
+            return
+        call = ServerCall(self, sid, method, headers)
+        call._decoder = decoder
+        self.calls[sid] = call
+        if headers.timeout is not None:
+            call.deadline = self.clock.seconds() + headers.timeout
+            if headers.timeout <= 0:
+                self._abort(call, StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+                return
+            call._timer = self.clock.callLater(headers.timeout, self._deadline_expired, call)
+        if method.kind in _CLIENT_STREAMING:
+            self._start(call, None)
+
+    def _reject(self, sid: int, headers: list[tuple[str, str]], client_closed: bool) -> None:
+        h2 = self._h2
+        h2.send_headers(sid, headers, end_stream=True)
+        if not client_closed:
+            try:  # the client's END_STREAM may be among the frames not yet handled
+                h2.reset_stream(sid, ErrorCodes.NO_ERROR)
+            except (StreamClosedError, ProtocolError):
+                pass
+
+    def _on_data(self, event: DataReceived) -> None:
+        sid = event.stream_id
+        try:
+            # Consumed at once (decoded below), so the peer may send on: large messages stream.
+            self._h2.acknowledge_received_data(event.flow_controlled_length, sid)
+        except (StreamClosedError, ProtocolError):
+            pass
+        call = self.calls.get(sid)
+        if call is None or call.finished or call.cancelled:
+            return
+        try:
+            payloads = call._decoder.feed(event.data)
+        except GrpcError as error:
+            self._abort(call, error.code, error.message)
+            return
+        parse = call.method.request.FromString
+        for payload in payloads:
+            try:
+                message = parse(payload)
+            except Exception:
+                self._abort(call, StatusCode.INTERNAL, "Invalid protobuf byte sequence")
+                return
+            self._deliver(call, message)
+            if call.finished or call.cancelled:
+                return
+
+    def _deliver(self, call: ServerCall, message: Any) -> None:
+        if call.method.kind in _CLIENT_STREAMING:
+            if not call._started:
+                call._requests.append(message)
+            elif call._observer is not None:
+                self._notify(call, call._observer.on_message, message)
+        elif call._requests:
+            self._abort(call, StatusCode.INTERNAL, "Too many requests")
+        else:
+            call._requests.append(message)
+
+    def _on_stream_ended(self, event: StreamEnded) -> None:
+        call = self.calls.get(event.stream_id)
+        if call is None:
+            return
+        call.client_closed = True
+        if call.finished or call.cancelled:
+            if call._trailers is None and not call._out:
+                self.calls.pop(call.stream_id, None)
+            return
+        if call._decoder.pending:
+            self._abort(call, StatusCode.INTERNAL, "Encountered end-of-stream mid-frame")
+        elif call.method.kind in _CLIENT_STREAMING:
+            if call._started and call._observer is not None:
+                self._notify(call, call._observer.on_half_close)
+        elif not call._requests:
+            self._abort(call, StatusCode.INTERNAL, "Half-closed without a request")
+        else:
+            self._start(call, call._requests.pop())
+
+    def _on_reset(self, event: StreamReset) -> None:
+        call = self.calls.pop(event.stream_id, None)
+        if call is not None:
+            log.debug("%s: %r reset by the client (error code %s)", self.peer_addr, call,
+                      event.error_code)
+            self._drop(call)
+
+    def _on_window(self, event: WindowUpdated) -> None:
+        if event.stream_id:
+            call = self.calls.get(event.stream_id)
+            if call is not None and (call._out or call._trailers is not None):
+                self._flush(call)
+        else:
+            self._flush_all()
+
+    def _on_settings(self, event: RemoteSettingsChanged) -> None:
+        if SettingCodes.INITIAL_WINDOW_SIZE in event.changed_settings:
+            self._flush_all()
+
+    def _on_terminated(self, event: ConnectionTerminated) -> None:
+        log.debug("%s: GOAWAY from the client (error code %s)", self.peer_addr, event.error_code)
+
+    def _flush_all(self) -> None:
+        for call in list(self.calls.values()):
+            if call._out or call._trailers is not None:
+                self._flush(call)
+
+    # --- running a call ------------------------------------------------------------------------
+    def _start(self, call: ServerCall, request: Any) -> None:
+        factory = self.factory
+        if factory._observers:
+            event = CallEvent(time=self.clock.seconds(), rpc=call.method.name,
+                              path=call.method.path, peer=call.peer,
+                              connection_id=self.connection_id, metadata=call.metadata,
+                              request=request, call=call)
+            for fn in factory._observers:
+                try:
+                    fn(event)
+                except Exception:
+                    log.exception("observer %r failed on %r", fn, call)
+        if factory._interceptors:
+            self._intercept(call, request, factory._interceptors, 0)
+        else:
+            self._run_handler(call, request)
+
+    def _intercept(self, call: ServerCall, request: Any, chain: tuple[Interceptor, ...],
+                   index: int) -> None:
+        for at in range(index, len(chain)):
+            try:
+                result = chain[at](call, request)
+            except Exception as exc:
+                self._handler_error(call, exc, f"interceptor {chain[at]!r}")
+                return
+            if result is None:
+                continue
+            if isinstance(result, defer.Deferred):
+                result.addCallback(self._intercepted, call, request, chain, at + 1)
+                result.addErrback(self._handler_failed, call)
+                return
+            self._intercepted(result, call, request, chain, at + 1)
+            return
+        self._run_handler(call, request)
+
+    def _intercepted(self, result: Any, call: ServerCall, request: Any,
+                     chain: tuple[Interceptor, ...], index: int) -> None:
+        if call.finished or call.cancelled:
+            return
+        if result is None:
+            self._intercept(call, request, chain, index)
+        elif isinstance(result, GrpcError):
+            call.finish(result.code, result.message)
+        elif result is DROP:
+            call._started = True  # client-streamed requests are dropped from now on
+            call._requests.clear()
+        elif isinstance(result, bytes) or isinstance(result, call.method.response):
+            call.send(result)
+            call.finish()
+        else:
+            log.error("interceptor answered %r to %r; failing the call", result, call)
+            call.finish(StatusCode.UNKNOWN, f"interceptor answered {type(result).__name__}")
+        self._io_done()
+
+    def _run_handler(self, call: ServerCall, request: Any) -> None:
+        call._started = True
+        handler = self.factory.handlers[call.method.name]
+        kind = call.method.kind
+        try:
+            result = handler(call) if kind in _CLIENT_STREAMING else handler(request, call)
+        except Exception as exc:
+            self._handler_error(call, exc, "handler")
+            return
+        if kind == "unary_unary":
+            if isinstance(result, defer.Deferred):
+                result.addCallbacks(self._unary_result, self._handler_failed,
+                                    callbackArgs=(call,), errbackArgs=(call,))
+            else:
+                self._unary_result(result, call)
+        elif kind == "unary_stream":
+            if isinstance(result, defer.Deferred):
+                result.addCallbacks(self._stream_result, self._handler_failed,
+                                    callbackArgs=(call,), errbackArgs=(call,))
+            else:
+                self._stream_result(result, call)
+        elif call.active:
+            call._observer = result
+            if result is not None:
+                queued, call._requests = call._requests, []
+                for message in queued:
+                    self._notify(call, result.on_message, message)
+                    if not call.active:
+                        return
+                if call.client_closed:
+                    self._notify(call, result.on_half_close)
+
+    def _unary_result(self, response: Any, call: ServerCall) -> None:
+        if call.finished or call.cancelled:
+            return
+        if response is None:
+            call.finish(StatusCode.INTERNAL, "Completed without a response")
+        else:
+            call.send(response)
+            call.finish()
+        self._io_done()
+
+    def _stream_result(self, _: Any, call: ServerCall) -> None:
+        if call.active:
+            call.finish()
+            self._io_done()
+
+    def _notify(self, call: ServerCall, fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:
+            self._handler_error(call, exc, "stream observer")
+
+    def _handler_error(self, call: ServerCall, exc: BaseException, who: str) -> None:
+        if isinstance(exc, GrpcError):
+            call.finish(exc.code, exc.message)
+        elif call.active:
+            log.error("%s of %r failed", who, call, exc_info=exc)
+            call.finish(StatusCode.UNKNOWN,
+                        f"Application error processing RPC: {type(exc).__name__}: {exc}")
+        self._io_done()
+
+    def _handler_failed(self, failure: Failure, call: ServerCall) -> None:
+        if call.finished or call.cancelled:
+            log.debug("%r: result after the end: %s", call, failure.getErrorMessage())
+            return
+        self._handler_error(call, failure.value, "handler")
+
+    def _deadline_expired(self, call: ServerCall) -> None:
+        call._timer = None
+        if call.active:
+            log.debug("%r: deadline exceeded", call)
+            self._abort(call, StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+            self._io_done()
+
+    def _abort(self, call: ServerCall, code: StatusCode, message: str) -> None:
+        """End a call on the transport's behalf: Trailers with ``code``, then it is cancelled."""
+        if call.finished or call.cancelled:
+            return
+        call.status = (code, message)
+        if not self.closed:
+            self.finish_call(call, code, message)
+        call._mark_cancelled()
+
+    def _drop(self, call: ServerCall) -> None:
+        """The stream is gone (RST_STREAM, connection lost): cancel without writing."""
+        call._out.clear()
+        call._trailers = None
+        call._mark_cancelled()
+
+    # --- writing (ServerCall's side) -------------------------------------------------------------
+    def send_message(self, call: ServerCall, payload: bytes | bytearray | memoryview) -> None:
+        """Queue one Length-Prefixed-Message on the call's stream (headers first) and send what
+        the flow-control window allows."""
+        if self.closed or call.stream_id not in self.calls:
+            return
+        if not call._headers_sent:
+            call._headers_sent = True
+            try:
+                headers = response_headers(metadata=call.initial_metadata)
+            except ValueError as exc:
+                log.error("%r: bad initial metadata dropped: %s", call, exc)
+                headers = response_headers()
+            if not self._send_headers(call, headers, end_stream=False):
+                return
+        if len(payload) <= _COPY_LIMIT:
+            call._out.append(encode_message(bytes(payload)))
+        else:
+            call._out.append(message_prefix(len(payload)))
+            call._out.append(memoryview(payload))
+        self._flush(call)
+        self._io_done()
+
+    def finish_call(self, call: ServerCall, code: StatusCode, message: str) -> None:
+        """Queue the call's Trailers (Trailers-Only if nothing was sent) after its DATA."""
+        if self.closed or call.stream_id not in self.calls:
+            return
+        try:
+            if not call._headers_sent:
+                headers = trailers_only(code, message,
+                                        metadata=[*call.initial_metadata, *call.trailing_metadata])
+            else:
+                headers = trailers(code, message, metadata=call.trailing_metadata)
+        except ValueError as exc:
+            log.error("%r: bad metadata dropped: %s", call, exc)
+            headers = trailers_only(code, message) if not call._headers_sent else trailers(code, message)
+        if not call._headers_sent and not call._out:
+            call._headers_sent = True
+            self._end(call, headers)
+        else:
+            call._trailers = headers
+            self._flush(call)
+        self._io_done()
+
+    def _send_headers(self, call: ServerCall, headers: list[tuple[str, str]], end_stream: bool) -> bool:
+        try:
+            self._h2.send_headers(call.stream_id, headers, end_stream=end_stream)
+        except (StreamClosedError, ProtocolError) as exc:
+            log.debug("%r: stream gone: %s", call, exc)
+            self.calls.pop(call.stream_id, None)
+            self._drop(call)
+            return False
+        return True
+
+    def _end(self, call: ServerCall, headers: list[tuple[str, str]]) -> None:
+        """Send the final HEADERS (END_STREAM); stop a client still sending (RST NO_ERROR)."""
+        if not self._send_headers(call, headers, end_stream=True):
+            return
+        self.calls.pop(call.stream_id, None)
+        if not call.client_closed:
+            try:
+                self._h2.reset_stream(call.stream_id, ErrorCodes.NO_ERROR)
+            except (StreamClosedError, ProtocolError):
+                pass
+
+    def _flush(self, call: ServerCall) -> None:
+        """Send queued DATA as far as the peer's windows allow, then the Trailers if queued."""
+        h2 = self._h2
+        sid = call.stream_id
+        out = call._out
+        try:
+            while out:
+                window = h2.local_flow_control_window(sid)
+                if window <= 0:
+                    return
+                chunk = out[0]
+                size = min(window, h2.max_outbound_frame_size)
+                if len(chunk) <= size:
+                    out.popleft()
+                    h2.send_data(sid, chunk if type(chunk) is bytes else bytes(chunk))
+                else:
+                    h2.send_data(sid, bytes(chunk[:size]))
+                    out[0] = memoryview(chunk)[size:]
+        except (StreamClosedError, ProtocolError) as exc:
+            log.debug("%r: stream gone while sending: %s", call, exc)
+            self.calls.pop(sid, None)
+            self._drop(call)
+            return
+        if call._trailers is not None:
+            headers, call._trailers = call._trailers, None
+            self._end(call, headers)
+
+
+_EVENT_HANDLERS: dict[type, Callable[[GrpcProtocol, Any], None]] = {
+    RequestReceived: GrpcProtocol._on_request,
+    DataReceived: GrpcProtocol._on_data,
+    StreamEnded: GrpcProtocol._on_stream_ended,
+    StreamReset: GrpcProtocol._on_reset,
+    WindowUpdated: GrpcProtocol._on_window,
+    RemoteSettingsChanged: GrpcProtocol._on_settings,
+    ConnectionTerminated: GrpcProtocol._on_terminated,
+}
