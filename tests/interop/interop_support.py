@@ -527,3 +527,32 @@ def stored_messages(emu: Emulator, topic: str, queues: int = 1) -> list[dict]:
         q = urllib.parse.urlencode({"topic": topic, "queueId": queue, "max": 1000})
         out += control(emu, "GET", f"/messages?{q}")
     return out
+
+
+def business_now_ms(emu: Emulator) -> int:
+    """The broker's business time (control API), for delivery timestamps after clock travel."""
+    return int(control(emu, "GET", "/clock")["now_ms"])
+
+
+def matching(events: list[dict], event: str = "received", **fields: Any) -> list[dict]:
+    """The events of kind ``event`` whose ``fields`` have the given values."""
+    return [e for e in events if e.get("event") == event
+            and all(e.get(k) == v for k, v in fields.items())]
+
+
+def wait_events(cp: ClientProcess, n: int, event: str = "received", timeout: float = 20,
+                **fields: Any) -> list[dict]:
+    """Wait until ``cp`` printed ``n`` events like :func:`matching`; return them."""
+    evs = cp.wait_for(lambda evs: len(matching(evs, event, **fields)) >= n, timeout,
+                      f"{n} {event} {fields or ''}")
+    return matching(evs, event, **fields)
+
+
+def wait_dlq(emu: Emulator, group: str, timeout: float = 15) -> list[dict]:
+    """The messages of ``%DLQ%group`` once there are any (or [] after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        dlq = stored_messages(emu, f"%DLQ%{group}")
+        if dlq or time.monotonic() > deadline:
+            return dlq
+        time.sleep(0.3)

@@ -18,14 +18,16 @@ from interop_support import (
     ClientLauncher,
     Emulator,
     advance_clock,
-    control,
+    business_now_ms,
+    matching,
     start_emulator,
     stop_emulator,
-    stored_messages,
     unique,
     update_subscription_group,
     update_topic,
     wait_consumers,
+    wait_dlq,
+    wait_events,
 )
 
 from rocketmq_emu.client.testing_tools import free_port
@@ -72,22 +74,6 @@ def _produce(sdk: ClientLauncher, **config):
     return prod
 
 
-def _received(cp, n: int, timeout: float = 20, **match) -> list[dict]:
-    """Wait until ``cp`` printed ``n`` received events matching ``match``."""
-    def ok(evs):
-        return len(_matching(evs, **match)) >= n
-    return _matching(cp.wait_for(ok, timeout, f"{n} received {match or ''}"), **match)
-
-
-def _matching(evs: list[dict], event: str = "received", **match) -> list[dict]:
-    return [e for e in evs if e.get("event") == event
-            and all(e.get(k) == v for k, v in match.items())]
-
-
-def _business_now_ms(emu: Emulator) -> int:
-    return int(control(emu, "GET", "/clock")["now_ms"])
-
-
 def test_simple_consumer_receives_and_acks_what_the_producer_sent(sdk):
     """Normal messages sent with the 5.x Producer reach a SimpleConsumer once each, intact."""
     topic, group = unique("S5Normal"), unique("GID_S5Normal")
@@ -123,10 +109,10 @@ def test_unacked_message_comes_back_after_its_invisible_time(sdk):
     cons = _consumer(sdk, "sdk5_py_simple_consumer.py", topic=topic, group=group,
                      invisible_s=30, ack_from_attempt=2, expect=1, await_s=2)
     sent = _produce(sdk, topic=topic, count=1).events("sent")
-    first = _received(cons, 1)[0]
+    first = wait_events(cons, 1)[0]
     assert first["delivery_attempt"] == 1
     advance_clock(sdk.emulator, 31)
-    again = _received(cons, 1, delivery_attempt=2)[0]
+    again = wait_events(cons, 1, delivery_attempt=2)[0]
     assert (again["message_id"], again["body"]) == (sent[0]["message_id"], sent[0]["body"])
     assert again["receipt_handle"] != first["receipt_handle"]
     cons.wait(30)
@@ -140,12 +126,12 @@ def test_change_invisible_duration_reschedules_the_redelivery(sdk):
     cons = _consumer(sdk, "sdk5_py_simple_consumer.py", topic=topic, group=group,
                      invisible_s=30, change_to_s=5, ack_from_attempt=2, expect=1, await_s=2)
     _produce(sdk, topic=topic, count=1)
-    changed = cons.wait_for(lambda evs: _matching(evs, "changed") or _matching(evs, "change_error"),
+    changed = cons.wait_for(lambda evs: matching(evs, "changed") or matching(evs, "change_error"),
                             20, "change invisible duration")
-    changed = _matching(changed, "changed")
+    changed = matching(changed, "changed")
     assert changed and changed[0]["new_handle"] != changed[0]["old_handle"], cons.diagnostics()
     advance_clock(sdk.emulator, 6)
-    assert _received(cons, 1, delivery_attempt=2)
+    assert wait_events(cons, 1, delivery_attempt=2)
     cons.wait(30)
     assert len(cons.events("acked")) == 1, cons.diagnostics()
 
@@ -157,8 +143,8 @@ def test_ack_with_the_changed_receipt_handle_ends_the_delivery(sdk):
     cons = _consumer(sdk, "sdk5_py_simple_consumer.py", topic=topic, group=group,
                      invisible_s=30, change_to_s=60, ack_after_change=True, await_s=2)
     _produce(sdk, topic=topic, count=1)
-    cons.wait_for(lambda evs: _matching(evs, "acked") or _matching(evs, "ack_error")
-                  or _matching(evs, "change_error"), 20, "ack after change")
+    cons.wait_for(lambda evs: matching(evs, "acked") or matching(evs, "ack_error")
+                  or matching(evs, "change_error"), 20, "ack after change")
     assert cons.events("acked") and not cons.events("ack_error"), cons.diagnostics()
     advance_clock(sdk.emulator, 61)
     time.sleep(4)  # two long-polling rounds
@@ -175,21 +161,13 @@ def test_message_goes_to_the_dead_letter_queue_after_max_attempts(sdk):
                      invisible_s=20, ack_from_attempt=0, await_s=2)
     sent = _produce(sdk, topic=topic, count=1, body_prefix="dead").events("sent")
     for n in range(1, 4):
-        _received(cons, n)
+        wait_events(cons, n)
         advance_clock(sdk.emulator, 21)
     time.sleep(4)
     assert [e["delivery_attempt"] for e in cons.events("received")] == [1, 2, 3], \
         cons.diagnostics()
     cons.stop()
-    deadline = time.monotonic() + 15
-    while True:
-        try:
-            dlq = stored_messages(sdk.emulator, f"%DLQ%{group}")
-        except Exception:  # noqa: BLE001 - the DLQ topic may not exist yet
-            dlq = []
-        if dlq or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+    dlq = wait_dlq(sdk.emulator, group)
     assert [m["body"] for m in dlq] == [sent[0]["body"]], cons.diagnostics()
 
 
@@ -199,13 +177,13 @@ def test_delay_message_is_delivered_at_its_delivery_timestamp(sdk):
     update_topic(sdk.emulator, topic, message_type="DELAY")
     cons = _consumer(sdk, "sdk5_py_simple_consumer.py", topic=topic, group=group, expect=1,
                      await_s=2)
-    deliver_at = (_business_now_ms(sdk.emulator) + 60_000) // 1000 * 1000
+    deliver_at = (business_now_ms(sdk.emulator) + 60_000) // 1000 * 1000
     prod = _produce(sdk, topic=topic, mode="delay", deliver_at_ms=deliver_at)
     assert len(prod.events("sent")) == 1, prod.diagnostics()
     time.sleep(3)
     assert cons.events("received") == [], cons.diagnostics()
     advance_clock(sdk.emulator, 61)
-    got = _received(cons, 1)[0]
+    got = wait_events(cons, 1)[0]
     assert got["delivery_timestamp"] == deliver_at
     assert got["message_type"] == 3  # DELAY
     cons.wait(30)
@@ -276,14 +254,8 @@ def test_fifo_push_consumer_forwards_to_the_dead_letter_queue(sdk):
     cons = _consumer(sdk, "sdk5_py_push_consumer.py", topic=topic, group=group,
                      fail_always=True, timeout=30)
     sent = _produce(sdk, topic=topic, mode="fifo", groups=["A"], body_prefix="fifodead")
-    _received(cons, 2)
-    deadline = time.monotonic() + 15
-    dlq = []
-    while not dlq and time.monotonic() < deadline:
-        try:
-            dlq = stored_messages(sdk.emulator, f"%DLQ%{group}")
-        except Exception:  # noqa: BLE001 - the DLQ topic may not exist yet
-            time.sleep(0.5)
+    wait_events(cons, 2)
+    dlq = wait_dlq(sdk.emulator, group)
     cons.stop()
     assert [m["body"] for m in dlq] == [sent.events("sent")[0]["body"]], cons.diagnostics()
     assert len(cons.events("received")) == 2, cons.diagnostics()
