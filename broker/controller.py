@@ -34,6 +34,7 @@ from rocketmq_emu.broker.config import BrokerConfig
 from rocketmq_emu.broker.configs.base import TOPICS_JSON, ConfigFileError, config_file_path
 from rocketmq_emu.broker.configs.topics import TopicConfigManager
 from rocketmq_emu.broker.longpoll import PullRequestHoldService
+from rocketmq_emu.broker.pop.service import PopServices
 from rocketmq_emu.broker.processors.admin import AdminBrokerProcessor
 from rocketmq_emu.broker.processors.admin_consumer import AdminConsumerProcessor
 from rocketmq_emu.broker.processors.admin_stats import AdminStatsProcessor
@@ -139,6 +140,11 @@ class BrokerController:
         self.hold_service = PullRequestHoldService(self.liveness_clock,
                                                    self.pull_processor.execute_when_wakeup)
         self.ctx.hold_service = self.hold_service
+        # RocketMQ 5 POP (issue 14): processors, revive service, order info, long polling.
+        self.pop = PopServices(self.ctx)
+        for processor in self.pop.processors:
+            self.register_processor(processor)
+        self.store.add_arrival_listener(self.pop.on_arrival, topics=self.pop.topics)
         self.store.topic_config.add_change_listener(lambda tc: self.schedule_register())
         self.factory = _BrokerServerFactory(self.dispatcher, self.liveness_clock,
                                             self._on_connection_closed)
@@ -240,6 +246,7 @@ class BrokerController:
             self.schedule.load()
             self.schedule.start()
         self.end_transaction_processor.start()
+        self.pop.start()
         for processor in self.processors:  # e.g. BrokerStatsManager sampling
             for period, fn in getattr(processor, "periodic_tasks", list)():
                 self._every(period, fn, now=True)
@@ -309,6 +316,7 @@ class BrokerController:
         self._register_call = None
         await self.unregister_broker_all()
         self.hold_service.shutdown()
+        self.pop.stop()
         self.end_transaction_processor.stop()
         await self.stop_listening()
         await self.factory.close_all()
