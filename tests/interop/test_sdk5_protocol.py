@@ -11,22 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from interop_support import CLIENTS, ROOT, cache_dir, install
-
-SDK5_SPEC = "rocketmq-python-client==5.1.2"
+from interop_support import CLIENTS, ROOT
 
 
-@pytest.fixture(scope="module")
-def sdk5() -> Path:
-    """``pip install --target`` of the 5.x SDK into the interop cache (once)."""
-    return install(
-        SDK5_SPEC,
-        cache_dir() / "pypi-rocketmq-python-client-5.1.2",
-        [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-q",
-         "--no-input", "--target", "{target}", SDK5_SPEC],
-        [sys.executable, "-c",
-         "import sys; sys.path.append('{target}'); import rocketmq.grpc_protocol.service_pb2"],
-    )
+@pytest.fixture
+def sdk5(sdk5_python: Path) -> Path:
+    """The SDK's ``pip install --target`` directory (conftest's session install)."""
+    return sdk5_python
 
 
 def _run(sdk5: Path, order: str) -> dict:
