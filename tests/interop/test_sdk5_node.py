@@ -70,8 +70,7 @@ def test_simple_consumer_receives_and_acks_what_the_producer_sent(sdk):
     """Normal messages sent with the Node Producer reach a SimpleConsumer once each, intact."""
     topic, group = unique("N5Normal"), unique("GID_N5Normal")
     update_topic(sdk.emulator, topic)
-    cons = _consumer(sdk, "sdk5_node_simple_consumer.js", topic=topic, group=group, expect=4,
-                     await_s=2)
+    cons = _consumer(sdk, "sdk5_node_simple_consumer.js", topic=topic, group=group, expect=4)
     prod = _produce(sdk, topic=topic, count=4, tag="TagA", body_prefix="normal")
     sent = prod.events("sent")
     assert len(sent) == 4, prod.diagnostics()
@@ -100,7 +99,7 @@ def test_unacked_message_comes_back_after_its_invisible_time(sdk):
     topic, group = unique("N5Redeliver"), unique("GID_N5Redeliver")
     update_topic(sdk.emulator, topic)
     cons = _consumer(sdk, "sdk5_node_simple_consumer.js", topic=topic, group=group,
-                     invisible_s=30, ack_from_attempt=2, expect=1, await_s=2)
+                     invisible_s=30, ack_from_attempt=2, expect=1)
     sent = _produce(sdk, topic=topic, count=1).events("sent")
     first = wait_events(cons, 1)[0]
     assert first["delivery_attempt"] == 1
@@ -116,7 +115,7 @@ def test_change_invisible_duration_reschedules_the_redelivery(sdk):
     topic, group = unique("N5Change"), unique("GID_N5Change")
     update_topic(sdk.emulator, topic)
     cons = _consumer(sdk, "sdk5_node_simple_consumer.js", topic=topic, group=group,
-                     invisible_s=30, change_to_s=5, ack_from_attempt=2, expect=1, await_s=2)
+                     invisible_s=30, change_to_s=5, ack_from_attempt=2, expect=1)
     _produce(sdk, topic=topic, count=1)
     evs = cons.wait_for(lambda evs: matching(evs, "changed") or matching(evs, "change_error"),
                         20, "change invisible duration")
@@ -132,8 +131,7 @@ def test_delay_message_is_delivered_at_its_delivery_timestamp(sdk):
     """A DELAY message stays invisible until the clock reaches its timestamp, kept to the ms."""
     topic, group = unique("N5Delay"), unique("GID_N5Delay")
     update_topic(sdk.emulator, topic, message_type="DELAY")
-    cons = _consumer(sdk, "sdk5_node_simple_consumer.js", topic=topic, group=group, expect=1,
-                     await_s=2)
+    cons = _consumer(sdk, "sdk5_node_simple_consumer.js", topic=topic, group=group, expect=1)
     deliver_at = business_now_ms(sdk.emulator) + 60_123
     prod = _produce(sdk, topic=topic, mode="delay", deliver_at_ms=deliver_at)
     assert len(prod.events("sent")) == 1, prod.diagnostics()
@@ -149,8 +147,7 @@ def test_transaction_commits_and_check_back_commits_the_undecided_one(sdk):
     the checker's COMMIT (EndTransaction from the server check) delivers it too."""
     topic, group = unique("N5Tx"), unique("GID_N5Tx")
     update_topic(sdk.emulator, topic, message_type="TRANSACTION")
-    cons = _consumer(sdk, "sdk5_node_simple_consumer.js", topic=topic, group=group, expect=2,
-                     await_s=2)
+    cons = _consumer(sdk, "sdk5_node_simple_consumer.js", topic=topic, group=group, expect=2)
     prod = sdk.sdk5_node("sdk5_node_producer.js", topic=topic, mode="transaction", count=2,
                          unknown=[1], wait_checks=1, body_prefix="tx", timeout=30)
     prod.wait(50)
