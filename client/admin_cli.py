@@ -23,7 +23,8 @@ brokerStatus           -b addr | -c cluster (one is required): the runtime info 
 
 The broker subcommands (brokerConsumeStats, cleanExpiredCQ, cleanUnusedTopic,
 deleteExpiredCommitLog, cloneGroupOffset, statsAll, queryCq, producer) are in
-:mod:`rocketmq_emu.client.admin_cli_broker`.
+:mod:`rocketmq_emu.client.admin_cli_broker`; the subscription group ones (updateSubGroup,
+getConsumerConfig) in :mod:`rocketmq_emu.client.admin_cli_group`.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from rocketmq_emu.broker.topic_attributes import (
     parse_to_map,
     parse_to_string,
 )
-from rocketmq_emu.client import admin_cli_broker
+from rocketmq_emu.client import admin_cli_broker, admin_cli_group
 from rocketmq_emu.client.admin_common import invoke, masters, route_masters
 from rocketmq_emu.client.admin_output import Output, UsageError, format_ms, parse_timestamp
 from rocketmq_emu.client.message import MessageExt, MQBrokerError, MQClientError
@@ -368,6 +369,7 @@ COMMANDS: dict[str, tuple[str, Command]] = {
                           reset_offset_by_time),
     "brokerStatus": ("Fetch broker runtime status data (needs -b or -c)", broker_status),
     **admin_cli_broker.COMMANDS,
+    **admin_cli_group.COMMANDS,
 }
 
 
@@ -379,6 +381,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 def _add_options(name: str, p: argparse.ArgumentParser) -> None:
     opt = p.add_argument
+    if name in admin_cli_group.COMMANDS:
+        admin_cli_group.add_options(name, p)
+        return
     if name in ("updateTopic", "deleteTopic", "topicRoute", "topicStatus", "queryMsgByKey",
                 "resetOffsetByTime", "queryMsgById"):
         opt("-t", "--topic")

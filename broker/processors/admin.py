@@ -39,6 +39,7 @@ from rocketmq_emu.broker.remoting.headers import (
     GetConsumeStatsRequestHeader,
     GetTopicStatsInfoRequestHeader,
 )
+from rocketmq_emu.broker.topic_attributes import AttributeRequestError
 
 log = logging.getLogger(__name__)
 
@@ -361,14 +362,22 @@ class AdminBrokerProcessor:
                             body=jsonutil.dumps(self.ctx.subscription_groups.encode()))
 
     def update_subscription_group(self, cmd: RemotingCommand, conn: Any) -> RemotingCommand:
-        """200: create or replace a group's config from a SubscriptionGroupConfig body."""
+        """200: create or replace a group's config from a SubscriptionGroupConfig body.
+
+        RocketMQ 5's fields (``consumeMessageOrderly``, ``groupRetryPolicy``) are kept; the body's
+        ``attributes`` is a modification applied to the group's current ones, and a refused one
+        answers SYSTEM_ERROR with the ``RuntimeException`` text 5.x's remoting layer sends (its
+        first stack frame left out)."""
         try:
             doc = parse_json_body(cmd, "SubscriptionGroupConfig")
             cfg = SubscriptionGroupConfig.from_json(doc)
         except (BodyError, TypeError, ValueError) as exc:
             return cmd.response(ResponseCode.SYSTEM_ERROR, str(exc))
         log.info("updateAndCreateSubscriptionGroup called by %s: %s", conn.peer_addr, cfg)
-        self.ctx.subscription_groups.update_subscription_group_config(cfg)
+        try:
+            self.ctx.subscription_groups.update_subscription_group_config(cfg)
+        except AttributeRequestError as exc:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"java.lang.RuntimeException: {exc}")
         return cmd.response(ResponseCode.SUCCESS)
 
     def delete_subscription_group(self, cmd: RemotingCommand, conn: Any) -> RemotingCommand:

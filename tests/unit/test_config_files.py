@@ -339,8 +339,9 @@ def test_subscription_group_defaults_and_json_names(tmp_path):
     m = SubscriptionGroupManager(str(tmp_path / "s.json"))
     cfg = m.find_subscription_group_config("g")
     assert cfg.to_json() == {
-        "brokerId": 0, "consumeBroadcastEnable": True, "consumeEnable": True,
-        "consumeFromMinEnable": True, "groupName": "g", "notifyConsumerIdsChangedEnable": True,
+        "attributes": {}, "brokerId": 0, "consumeBroadcastEnable": True, "consumeEnable": True,
+        "consumeFromMinEnable": True, "consumeMessageOrderly": False, "groupName": "g",
+        "groupRetryPolicy": {"type": "CUSTOMIZED"}, "notifyConsumerIdsChangedEnable": True,
         "retryMaxTimes": 16, "retryQueueNums": 1, "whichBrokerWhenConsumeSlowly": 1,
     }
     doc = json.loads((tmp_path / "s.json").read_text())
