@@ -31,6 +31,7 @@ import sys
 from typing import Any
 
 from rocketmq_emu.broker.cli_errors import PortRole, describe_startup_failure
+from rocketmq_emu.broker.grpc import DEFAULT_GRPC_PORT
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +194,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     prepare_store(cfg.store_path_root_dir)
     control_port = getattr(args, "control_port", None)
     roles = [PortRole(args.namesrv_port, "name server port", "--namesrv-port"),
-             *_broker_roles(cfg.listen_port, "--broker-port")]
+             *_broker_roles(cfg.listen_port, "--broker-port"),
+             PortRole(args.grpc_port, "gRPC port", "--grpc-port")]
     if control_port is not None:
         roles.append(PortRole(control_port, "control API port", "--control-port"))
 
@@ -201,7 +203,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     from rocketmq_emu.broker.cluster import Cluster, up_spec
 
-    spec = up_spec(cfg, args.host, args.namesrv_port)
+    spec = up_spec(cfg, args.host, args.namesrv_port, grpc_port=args.grpc_port)
 
     @defer.inlineCallbacks
     def starter(reactor, services):
@@ -220,7 +222,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         if controls is not None:
             services.append(controls)  # stopped first: no control request races the shutdown
             bound = controls.serve(cluster, control_port)
-        _announce(cfg, args.host, namesrv=cluster.namesrv_addr)
+        _announce(cfg, args.host, namesrv=cluster.namesrv_addr, grpc=cluster.grpc_endpoint)
         if controls is not None:
             print(f"rmq-emu: control API http://127.0.0.1:{bound}/ "
                   "(OpenAPI at /openapi.json)", flush=True)
@@ -262,17 +264,18 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
     from rocketmq_emu.broker.cluster import Cluster, broker_spec
 
-    spec = broker_spec(cfg, args.host)
+    spec = broker_spec(cfg, args.host, grpc_port=args.grpc_port)
 
     @defer.inlineCallbacks
     def starter(reactor, services):
         cluster = Cluster(spec, reactor)
         services.append(cluster)
         yield cluster.start()
-        _announce(cfg, args.host, namesrv=cfg.namesrv_addr)
+        _announce(cfg, args.host, namesrv=cfg.namesrv_addr, grpc=cluster.grpc_endpoint)
 
-    return _serve(starter, _broker_roles(cfg.listen_port, "--port"), cfg.store_path_root_dir,
-                  debug=args.debug)
+    roles = [*_broker_roles(cfg.listen_port, "--port"),
+             PortRole(args.grpc_port, "gRPC port", "--grpc-port")]
+    return _serve(starter, roles, cfg.store_path_root_dir, debug=args.debug)
 
 
 def _maybe_start(service: Any) -> Any:
@@ -282,13 +285,15 @@ def _maybe_start(service: Any) -> Any:
     return defer.maybeDeferred(start) if start is not None else defer.succeed(None)
 
 
-def _announce(cfg: Any, host: str, namesrv: str | None) -> None:
+def _announce(cfg: Any, host: str, namesrv: str | None, grpc: str | None = None) -> None:
     """Tell the user where things are; the last line, ``ready``, is what scripts wait for."""
     if namesrv:
         print(f"rmq-emu: name server {namesrv}", flush=True)
     print(f"rmq-emu: broker {cfg.broker_name} ({cfg.broker_cluster_name}) listening on "
           f"{host}:{cfg.listen_port} and {host}:{cfg.listen_port - 2}, "
           f"advertised as {cfg.broker_addr(host)}", flush=True)
+    if grpc:
+        print(f"rmq-emu: gRPC (RocketMQ 5 SDKs) on {grpc}", flush=True)
     print(f"rmq-emu: store {cfg.store_path_root_dir}", flush=True)
     print("rmq-emu: ready (Ctrl-C to stop)", flush=True)
 
@@ -304,6 +309,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="broker listenPort (default: broker.conf or 10911); port-2 is also served")
     up.add_argument("-c", "--config", metavar="broker.conf", help="RocketMQ broker.conf")
     up.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
+    up.add_argument("--grpc-port", type=int, default=DEFAULT_GRPC_PORT, metavar="N",
+                    help=f"RocketMQ 5 gRPC port for the 5.x SDKs ({DEFAULT_GRPC_PORT})")
     up.add_argument("--control-port", type=int, default=None, metavar="N",
                     help="serve the HTTP control API (clock, faults, request log) on 127.0.0.1:N")
     up.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
@@ -326,6 +333,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     br.add_argument("--store", help="store directory (overrides storePathRootDir)")
     br.add_argument("--port", type=int, default=None, help="listenPort (overrides broker.conf)")
     br.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
+    br.add_argument("--grpc-port", type=int, default=DEFAULT_GRPC_PORT, metavar="N",
+                    help=f"RocketMQ 5 gRPC port for the 5.x SDKs ({DEFAULT_GRPC_PORT})")
     br.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                     help="show the traceback of a startup failure")
     br.set_defaults(func=cmd_broker)

@@ -41,6 +41,7 @@ from twisted.internet import defer
 if TYPE_CHECKING:
     from rocketmq_emu.broker.config import BrokerConfig
     from rocketmq_emu.broker.controller import BrokerController
+    from rocketmq_emu.broker.grpc.endpoint import GrpcEndpoint
     from rocketmq_emu.namesrv.server import NameServer
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,9 @@ class ClusterSpec:
     (``rmq-emu broker``).
 
     ``namesrv_kv_config`` persists the name server's KV config (memory only if None);
-    ``store_dir`` is the store root reported to users (default: the first broker's store).
+    ``store_dir`` is the store root reported to users (default: the first broker's store);
+    ``grpc_port`` serves RocketMQ 5's gRPC MessagingService for the cluster's brokers on
+    ``host:grpc_port`` (0 picks a free port; None: no gRPC endpoint).
     """
 
     brokers: list[BrokerConfig]
@@ -72,20 +75,22 @@ class ClusterSpec:
     namesrv_port: int | None = 9876
     namesrv_kv_config: str | None = None
     store_dir: str | None = None
+    grpc_port: int | None = None
 
 
-def broker_spec(cfg: BrokerConfig, host: str) -> ClusterSpec:
+def broker_spec(cfg: BrokerConfig, host: str, grpc_port: int | None = None) -> ClusterSpec:
     """``rmq-emu broker``'s: the broker of ``cfg`` alone, registering with its ``namesrvAddr``."""
-    return ClusterSpec(brokers=[cfg], host=host, namesrv_port=None)
+    return ClusterSpec(brokers=[cfg], host=host, namesrv_port=None, grpc_port=grpc_port)
 
 
-def up_spec(cfg: BrokerConfig, host: str, namesrv_port: int) -> ClusterSpec:
+def up_spec(cfg: BrokerConfig, host: str, namesrv_port: int,
+            grpc_port: int | None = None) -> ClusterSpec:
     """``rmq-emu up``'s cluster: the broker of ``cfg`` and a name server keeping its KV config in
     ``<store>/namesrv/kvConfig.json``."""
     root = cfg.store_path_root_dir
     return ClusterSpec(brokers=[cfg], host=host, namesrv_port=namesrv_port,
                        namesrv_kv_config=os.path.join(root, "namesrv", "kvConfig.json"),
-                       store_dir=root)
+                       store_dir=root, grpc_port=grpc_port)
 
 
 @dataclass
@@ -143,6 +148,7 @@ class Cluster:
         self.slots = [BrokerSlot(cfg) for cfg in spec.brokers]
         self.namesrv: NameServer | None = None
         self._namesrv_port = spec.namesrv_port
+        self.grpc: GrpcEndpoint | None = None
 
     # --- addresses and parts --------------------------------------------------------------------
     @property
@@ -160,6 +166,16 @@ class Cluster:
             if slot.name == name:
                 return slot
         raise KeyError(f"no broker {name!r} in this cluster ({[s.name for s in self.slots]})")
+
+    @property
+    def grpc_endpoint(self) -> str | None:
+        """``host:port`` of the gRPC MessagingService (None without one)."""
+        return self.grpc.address if self.grpc is not None else None
+
+    def running_brokers(self) -> dict[str, BrokerController]:
+        """Broker name -> controller of every started broker (what the gRPC endpoint serves)."""
+        return {s.name: s.controller for s in self.slots
+                if s.controller is not None and s.controller.running}
 
     @property
     def broker(self) -> BrokerController | None:
@@ -205,6 +221,14 @@ class Cluster:
                     hooks.attach("namesrv", self.namesrv.dispatcher)
             for slot in self.slots:
                 await self._start_broker(slot)
+            if self.spec.grpc_port is not None:
+                from rocketmq_emu.broker.grpc.endpoint import GrpcEndpoint
+
+                self.grpc = GrpcEndpoint(self.reactor, self.host, self.spec.grpc_port,
+                                         self.running_brokers)
+                self.grpc.start()
+                for hooks in self.hooks:
+                    hooks.attach("grpc", self.grpc.factory)
         except BaseException:
             try:
                 await self._stop()
@@ -220,6 +244,13 @@ class Cluster:
 
     async def _stop(self) -> None:
         failures: list[BaseException] = []
+        grpc, self.grpc = self.grpc, None
+        if grpc is not None:
+            self._detach("grpc")
+            try:
+                await grpc.stop()
+            except Exception as e:
+                failures.append(e)
         for slot in reversed(self.slots):
             try:
                 await self._stop_broker(slot)

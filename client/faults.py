@@ -175,6 +175,8 @@ class FaultInjector:
     def attach(self, target: str, dispatcher: RequestDispatcher, name: str | None = None) -> None:
         """Hook into ``dispatcher`` as ``target`` ("broker" or "namesrv"); ``name`` is the
         broker's name (rules may target one broker by its name)."""
+        if target == "grpc":
+            return  # gRPC calls are not faulted yet
         if target not in ("broker", "namesrv"):
             raise ValueError(f"target must be broker or namesrv, got {target!r}")
         server = name or target

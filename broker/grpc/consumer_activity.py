@@ -1,0 +1,295 @@
+"""Consumers: ReceiveMessage, AckMessage and ChangeInvisibleDuration (5.x proxy
+``ReceiveMessageActivity``, ``ReceiveMessageResponseStreamWriter``, ``ConsumerProcessor``,
+``PopMessageResultFilterImpl``, ``AckMessageActivity``, ``ChangeInvisibleDurationActivity``)
+over the broker's POP_MESSAGE, ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from rocketmq_emu.broker.grpc import messages
+from rocketmq_emu.broker.grpc.context import ProxyContext
+from rocketmq_emu.broker.grpc.convert import duration_ms, set_timestamp_ms, to_grpc_message
+from rocketmq_emu.broker.grpc.pop_result import FOUND, POLLING_FULL, read_pop_response
+from rocketmq_emu.broker.grpc.producer_activity import ack_header, decode_handle
+from rocketmq_emu.broker.grpc.proxy_state import ProxyState
+from rocketmq_emu.broker.grpc.settings import merge_subscription
+from rocketmq_emu.broker.grpc.status import (
+    Code,
+    ProxyError,
+    build_status,
+    ok_status,
+    status_of,
+)
+from rocketmq_emu.broker.grpc.validate import (
+    DEFAULT_INVISIBLE_TIME_MS,
+    MAX_LONG_POLLING_MS,
+    MAX_MSG_NUMS_FOR_POP_REQUEST,
+    MIN_INVISIBLE_TIME_FOR_RECV_MS,
+    MIN_LONG_POLLING_MS,
+    validate_consumer_group,
+    validate_invisible_time,
+    validate_topic,
+)
+from rocketmq_emu.broker.pop.extra_info import create_handle
+from rocketmq_emu.broker.pop.names import PROPERTY_POP_CK
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
+
+log = logging.getLogger(__name__)
+
+#: ``ReceiveMessageResponseStreamWriter.NACK_INVISIBLE_TIME``: a popped message that could not be
+#: written to the client becomes visible again after this.
+NACK_INVISIBLE_TIME_MS = 1000
+#: ``ConsumeInitMode.MAX``: a new group starts at the queue's end.
+CONSUME_INIT_MODE_MAX = 1
+#: The 5.0.3 clients were the first to understand ILLEGAL_POLLING_TIME.
+_ILLEGAL_POLLING_TIME_SINCE = "5.0.3"
+
+
+def _status_response(status: Any) -> Any:
+    response = messages.message_class("ReceiveMessageResponse")()
+    response.status.CopyFrom(status)
+    return response
+
+
+class ConsumerActivity:
+    """The consumer RPCs over a :class:`ProxyState`."""
+
+    def __init__(self, state: ProxyState) -> None:
+        self.state = state
+
+    # --- ReceiveMessage ----------------------------------------------------------------------
+    async def receive_message(self, ctx: ProxyContext, request: Any, call: Any) -> None:
+        """Stream: a Status, then the messages, then a DeliveryTimestamp (always, as the
+        proxy's ``onComplete``); the gRPC status is OK even when the Status is not."""
+        try:
+            status, found = await self._receive(ctx, request, call)
+        except Exception as exc:
+            status, found = status_of(exc), []
+        if call.cancelled:
+            self._nack(ctx, request, found)
+        else:
+            call.send(_status_response(status))
+            for message in found:
+                item = messages.message_class("ReceiveMessageResponse")()
+                item.message.CopyFrom(message)
+                call.send(item)
+        end = messages.message_class("ReceiveMessageResponse")()
+        set_timestamp_ms(end.delivery_timestamp, self.state.now_ms())
+        call.send(end)
+
+    async def _receive(self, ctx: ProxyContext, request: Any, call: Any) -> tuple[Any, list[Any]]:
+        settings = self.state.settings.get(ctx.client_id)
+        if settings is None:
+            # The real proxy fails with INTERNAL_ERROR here (a receive before the Settings);
+            # a default consumer's settings serve instead.
+            settings = messages.message_class("Settings")()
+            merge_subscription(settings, None)
+        fifo = settings.subscription.fifo
+        max_attempts = settings.backoff_policy.max_attempts
+        remaining = ctx.remaining_ms
+        if request.HasField("long_polling_timeout"):
+            polling = duration_ms(request.long_polling_timeout)
+        else:
+            polling = (remaining if remaining is not None else MAX_LONG_POLLING_MS) - \
+                duration_ms(settings.request_timeout) // 2
+        polling = min(max(polling, MIN_LONG_POLLING_MS), MAX_LONG_POLLING_MS)
+        if remaining is not None and polling > remaining:
+            if remaining >= MIN_LONG_POLLING_MS:
+                polling = remaining
+            else:
+                version = ctx.client_version
+                code = Code.BAD_REQUEST if not version or version < _ILLEGAL_POLLING_TIME_SINCE \
+                    else Code.ILLEGAL_POLLING_TIME
+                return build_status(code, "The deadline time remaining is not enough for "
+                                          "polling, please check network condition"), []
+        topic, group = request.message_queue.topic.name, request.group.name
+        validate_topic(topic)
+        validate_consumer_group(group)
+        if request.auto_renew:
+            # ProxyConfig.enableProxyAutoRenew: the proxy picks the invisible time.
+            invisible = DEFAULT_INVISIBLE_TIME_MS
+        else:
+            invisible = duration_ms(request.invisible_duration)
+            validate_invisible_time(invisible, MIN_INVISIBLE_TIME_FOR_RECV_MS)
+        try:
+            sub = self.state.subscription(topic, request.filter_expression)
+        except ProxyError as exc:
+            return build_status(Code.ILLEGAL_FILTER_EXPRESSION, exc.message), []
+        broker_name = self.state.routes.select_for_receive(topic,
+                                                           request.message_queue.broker.name)
+        header = {
+            "consumerGroup": group,
+            "topic": topic,
+            "queueId": -1,
+            "maxMsgNums": min(request.batch_size, MAX_MSG_NUMS_FOR_POP_REQUEST),
+            "invisibleTime": invisible,
+            "pollTime": polling,
+            "bornTime": self.state.now_ms(),
+            "initMode": CONSUME_INIT_MODE_MAX,
+            "expType": sub.expression_type,
+            "exp": sub.sub_string,
+            "order": "true" if fifo else "false",
+        }
+        if request.HasField("attempt_id"):
+            header["attemptId"] = request.attempt_id
+        channel = self.state.channel(ctx, broker_name)
+        cmd = self.state.request(ctx, RequestCode.POP_MESSAGE, header)
+        answer = await self.state.invoke(broker_name, cmd, channel)
+        result = read_pop_response(answer, topic, broker_name, fifo)
+        if result.status == POLLING_FULL:
+            return build_status(Code.TOO_MANY_REQUESTS, "polling full"), []
+        if result.status != FOUND:
+            return build_status(Code.MESSAGE_NOT_FOUND, "no new message"), []
+        found = []
+        for record in result.messages:
+            handle = create_handle(record.properties[PROPERTY_POP_CK], record.physical_offset)
+            props = dict(record.properties)
+            props[PROPERTY_POP_CK] = handle
+            record.set_properties(props)
+            tags = record.properties.get("TAGS")
+            if sub.tags_set and tags not in sub.tags_set:
+                # PopMessageResultFilterImpl NO_MATCH: acknowledged and not delivered.
+                await self._ack(ctx, broker_name, handle, group, topic)
+            elif record.reconsume_times >= max_attempts:
+                # TO_DLQ: the proxy forwards it to %DLQ%group and acknowledges it.
+                await self._to_dlq(ctx, handle, record, group, topic)
+            else:
+                found.append(to_grpc_message(record, topic))
+        if not found:
+            return build_status(Code.MESSAGE_NOT_FOUND, "no match message"), []
+        return ok_status(), found
+
+    async def _ack(self, ctx: ProxyContext, broker_name: str, handle: str, group: str,
+                   topic: str) -> Any:
+        parsed = decode_handle(handle)
+        cmd = self.state.request(ctx, RequestCode.ACK_MESSAGE,
+                                 ack_header(parsed, handle, group, topic))
+        return await self.state.invoke(parsed.broker_name, cmd,
+                                       self.state.channel(ctx, parsed.broker_name))
+
+    async def _to_dlq(self, ctx: ProxyContext, handle: str, record: Any, group: str,
+                      topic: str) -> None:
+        parsed = decode_handle(handle)
+        header = {
+            "offset": parsed.commit_log_offset,
+            "group": group,
+            "delayLevel": -1,
+            "originMsgId": record.properties.get("UNIQ_KEY", ""),
+            "originTopic": parsed.real_topic(topic, group),
+            "maxReconsumeTimes": 0,
+        }
+        cmd = self.state.request(ctx, RequestCode.CONSUMER_SEND_MSG_BACK, header)
+        channel = self.state.channel(ctx, parsed.broker_name)
+        answer = await self.state.invoke(parsed.broker_name, cmd, channel)
+        if answer is not None and answer.code == ResponseCode.SUCCESS:
+            await self._ack(ctx, parsed.broker_name, handle, group, topic)
+        else:
+            log.warning("forward to DLQ failed: %s", getattr(answer, "remark", None))
+
+    def _nack(self, ctx: ProxyContext, request: Any, found: list[Any]) -> None:
+        """``processThrowableWhenWriteMessage``: messages popped for a call that is gone become
+        visible again after a second."""
+        for message in found:
+            handle = message.system_properties.receipt_handle
+            try:
+                parsed = decode_handle(handle)
+                header = change_header(parsed, handle, request.group.name,
+                                       request.message_queue.topic.name, NACK_INVISIBLE_TIME_MS)
+                cmd = self.state.request(ctx, RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header)
+                self.state.invoke(parsed.broker_name, cmd,
+                                  self.state.channel(ctx, parsed.broker_name)).addErrback(
+                    lambda f: log.warning("nack failed: %s", f.getErrorMessage()))
+            except Exception:
+                log.exception("nack of %s failed", handle)
+
+    # --- AckMessage ----------------------------------------------------------------------------
+    async def ack_message(self, ctx: ProxyContext, request: Any) -> Any:
+        """``AckMessageActivity.ackMessageOneByOne``."""
+        validate_topic(request.topic.name)
+        validate_consumer_group(request.group.name)
+        group, topic = request.group.name, request.topic.name
+        response = messages.message_class("AckMessageResponse")()
+        codes = set()
+        for entry in request.entries:
+            result = response.entries.add()
+            result.message_id = entry.message_id
+            result.receipt_handle = entry.receipt_handle
+            try:
+                handle = self._valid_handle(entry.receipt_handle)
+                answer = await self._ack(ctx, handle.broker_name, entry.receipt_handle, group,
+                                         topic)
+                if answer is not None and answer.code == ResponseCode.SUCCESS:
+                    result.status.CopyFrom(ok_status())
+                else:
+                    result.status.CopyFrom(build_status(Code.INTERNAL_SERVER_ERROR,
+                                                        "ack failed: status is abnormal"))
+            except Exception as exc:
+                result.status.CopyFrom(status_of(exc))
+            codes.add(result.status.code)
+        response.status.CopyFrom(_overall(codes))
+        return response
+
+    def _valid_handle(self, handle: str) -> Any:
+        """``validateReceiptHandle``: parseable and not expired."""
+        parsed = decode_handle(handle)
+        if parsed.is_expired(self.state.now_ms()):
+            raise ProxyError(Code.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
+        return parsed
+
+    # --- ChangeInvisibleDuration ---------------------------------------------------------------
+    async def change_invisible_duration(self, ctx: ProxyContext, request: Any) -> Any:
+        """``ChangeInvisibleDurationActivity``: a new receipt handle for the new pop time."""
+        validate_topic(request.topic.name)
+        validate_consumer_group(request.group.name)
+        invisible = duration_ms(request.invisible_duration)
+        validate_invisible_time(invisible)
+        handle_string = request.receipt_handle
+        handle = self._valid_handle(handle_string)
+        header = change_header(handle, handle_string, request.group.name, request.topic.name,
+                               invisible)
+        cmd = self.state.request(ctx, RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header)
+        answer = await self.state.invoke(handle.broker_name, cmd,
+                                         self.state.channel(ctx, handle.broker_name))
+        response = messages.message_class("ChangeInvisibleDurationResponse")()
+        if answer is not None and answer.code == ResponseCode.SUCCESS:
+            ext = answer.ext_fields
+            # LocalMessageService.changeInvisibleTime: the new handle is the old one with the
+            # new pop time, invisible time and revive queue. Java's builder leaves the
+            # commit-log offset field 0 there (a later forward to the DLQ then names offset 0);
+            # the emulator keeps the message's real offset.
+            renewed = dataclasses.replace(
+                handle, retrieve_time=int(ext.get("popTime", handle.retrieve_time)),
+                invisible_time=int(ext.get("invisibleTime", invisible)),
+                revive_queue_id=int(ext.get("reviveQid", handle.revive_queue_id)))
+            response.status.CopyFrom(ok_status())
+            response.receipt_handle = create_handle(renewed.encode(), handle.commit_log_offset)
+        else:
+            response.status.CopyFrom(build_status(
+                Code.INTERNAL_SERVER_ERROR, "changeInvisibleDuration failed: status is abnormal"))
+        return response
+
+
+def change_header(handle: Any, handle_string: str, group: str, topic: str,
+                  invisible_ms: int) -> dict[str, Any]:
+    """``ConsumerProcessor.changeInvisibleTime``'s CHANGE_MESSAGE_INVISIBLETIME header."""
+    return {
+        "consumerGroup": group,
+        "topic": handle.real_topic(topic, group),
+        "queueId": handle.queue_id,
+        "extraInfo": handle_string,
+        "offset": handle.offset,
+        "invisibleTime": invisible_ms,
+    }
+
+
+def _overall(codes: set[int]) -> Any:
+    """``setAckResponseStatus``: one code, or MULTIPLE_RESULTS."""
+    if len(codes) > 1:
+        return build_status(Code.MULTIPLE_RESULTS, "MULTIPLE_RESULTS")
+    if len(codes) == 1:
+        code = next(iter(codes))
+        return build_status(code, Code.name(code))
+    return build_status(Code.INTERNAL_SERVER_ERROR, "ack result is empty")

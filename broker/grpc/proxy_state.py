@@ -1,0 +1,135 @@
+"""What every gRPC activity shares (the 5.x proxy's ``MessagingProcessor`` in Local mode):
+the brokers of this process, routes, client settings and channels, and the one way to hand a
+remoting request to a broker: its :class:`~rocketmq_emu.broker.remoting.dispatcher.RequestDispatcher`,
+the path every remoting client's request takes too."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet import defer
+
+from rocketmq_emu.broker.client_manager import ClientChannelInfo, SubscriptionData
+from rocketmq_emu.broker.grpc import messages
+from rocketmq_emu.broker.grpc.channel import (
+    ChannelManager,
+    GrpcClientChannel,
+    TransactionDataManager,
+)
+from rocketmq_emu.broker.grpc.context import ProxyContext
+from rocketmq_emu.broker.grpc.routes import Routes
+from rocketmq_emu.broker.grpc.settings import ClientSettingsManager
+from rocketmq_emu.broker.grpc.status import Code, ProxyError
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+
+#: ``MQVersion.Version.V5_0_0.ordinal()``, the version a 5.x client's channel reports.
+V5_0_0 = 453
+
+
+class ProxyState:
+    """``brokers()`` returns the running brokers by name (BrokerControllers: ``dispatcher``,
+    ``ctx``); ``grpc_port()`` the port clients reach this server on; ``clock`` the liveness
+    clock (deadlines, long polls)."""
+
+    def __init__(self, brokers: Callable[[], dict[str, Any]], grpc_port: Callable[[], int],
+                 clock: Any) -> None:
+        self.brokers = brokers
+        self.clock = clock
+        self.routes = Routes(brokers, grpc_port)
+        self.transactions = TransactionDataManager()
+        self.channels = ChannelManager(self.transactions)
+        self.settings = ClientSettingsManager(self.group_config)
+
+    # --- brokers -----------------------------------------------------------------------------
+    def broker(self, name: str) -> Any:
+        """The running broker called ``name`` (ProxyError BAD_REQUEST if there is none, as the
+        proxy's INVALID_BROKER_NAME)."""
+        broker = self.brokers().get(name)
+        if broker is None:
+            raise ProxyError(Code.BAD_REQUEST, f"cannot find broker {name}")
+        return broker
+
+    def any_broker(self) -> Any:
+        """A running broker (ProxyError if none runs)."""
+        brokers = self.brokers()
+        if not brokers:
+            raise ProxyError(Code.INTERNAL_SERVER_ERROR, "no broker is running")
+        return brokers[sorted(brokers)[0]]
+
+    def now_ms(self) -> int:
+        """Business time (the brokers' clock) in ms."""
+        return self.any_broker().ctx.now_ms()
+
+    def group_config(self, group: str) -> Any:
+        """A subscription group's config from the first broker that has it (no auto-create)."""
+        for _name, broker in sorted(self.brokers().items()):
+            table = broker.ctx.subscription_groups.subscription_group_table
+            if group in table:
+                return table[group]
+        return None
+
+    def invoke(self, broker_name: str, cmd: RemotingCommand, conn: Any) -> defer.Deferred:
+        """Dispatch a remoting request to a broker; fires with its response (None for a
+        oneway request)."""
+        broker = self.broker(broker_name)
+        return defer.maybeDeferred(broker.dispatcher.dispatch, cmd, conn)
+
+    def request(self, ctx: ProxyContext, code: int, ext: dict[str, Any], body: bytes = b"",
+                oneway: bool = False) -> RemotingCommand:
+        """A remoting request as the proxy's ``LocalRemotingCommand`` builds it."""
+        return RemotingCommand.request(code, ext, body, oneway=oneway,
+                                       language=_language(ctx.language))
+
+    # --- clients -----------------------------------------------------------------------------
+    def channel(self, ctx: ProxyContext, broker_name: str) -> GrpcClientChannel:
+        """The client's channel to a broker."""
+        return self.channels.channel(ctx.client_id, broker_name, ctx.remote_address)
+
+    def register_producer(self, ctx: ProxyContext, topic: str, telemetry: Any = None) -> None:
+        """``ClientActivity.registerProducer`` in every broker (the topic is the group)."""
+        for name, broker in self.brokers().items():
+            channel = self.channel(ctx, name)
+            if telemetry is not None:
+                channel.telemetry = telemetry
+            info = ClientChannelInfo(channel, ctx.client_id, _language(ctx.language), V5_0_0)
+            broker.ctx.producer_manager.register_producer(topic, info)
+
+    def register_consumer(self, ctx: ProxyContext, group: str, client_type: int,
+                          entries: Any, update_subscription: bool,
+                          telemetry: Any = None) -> None:
+        """``ClientActivity.registerConsumer`` in every broker."""
+        subs = [self.subscription(e.topic.name, e.expression) for e in entries]
+        types = messages.protocol().enum_descriptor("ClientType").values_by_number
+        consume_type = ("CONSUME_PASSIVELY" if types[client_type].name == "PUSH_CONSUMER"
+                        else "CONSUME_ACTIVELY")
+        for name, broker in self.brokers().items():
+            channel = self.channel(ctx, name)
+            if telemetry is not None:
+                channel.telemetry = telemetry
+            info = ClientChannelInfo(channel, ctx.client_id, _language(ctx.language), V5_0_0)
+            manager = broker.ctx.consumer_manager
+            # A heartbeat (update_subscription False) carries the same subscriptions as the
+            # settings; it refreshes the channel without announcing a change.
+            manager.register_consumer(group, info, consume_type, "CLUSTERING",
+                                      "CONSUME_FROM_LAST_OFFSET", subs,
+                                      notify=update_subscription)
+
+    @staticmethod
+    def subscription(topic: str, expression: Any) -> SubscriptionData:
+        """``buildSubscriptionData``: a FilterExpression as SubscriptionData."""
+        kind = "SQL92" if expression.type == _filter_type("SQL") else "TAG"
+        try:
+            return SubscriptionData.build(topic, expression.expression, kind)
+        except Exception as exc:
+            raise ProxyError(Code.ILLEGAL_FILTER_EXPRESSION,
+                             "expression format is not correct") from exc
+
+
+def _filter_type(name: str) -> int:
+    return messages.protocol().enum_descriptor("FilterType").values_by_name[name].number
+
+
+def _language(language: str) -> str:
+    """The SDKs send ``x-mq-language`` as a LanguageCode name (PYTHON, NODE_JS, JAVA, ...)."""
+    return (language or "JAVA").upper()

@@ -1,0 +1,96 @@
+"""``apache.rocketmq.v2.MessagingService``: the RPC handlers the gRPC transport serves
+(5.x proxy ``GrpcMessagingApplication`` in Local mode).
+
+Every unary RPC answers gRPC status OK with its outcome in the response's ``status``; an error
+raised while serving becomes that status (``writeResponse`` / ``ResponseBuilder``). Each RPC is
+turned into the broker's remoting request and dispatched as a remoting client's would be.
+PullMessage, UpdateOffset, GetOffset, QueryOffset, RecallMessage and SyncLiteSubscription have
+no handler: the transport answers UNIMPLEMENTED, as a 5.3 proxy does for the first four and
+the last (RecallMessage needs the 5.3 broker's RECALL_MESSAGE, which this broker lacks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet import defer
+
+from rocketmq_emu.broker.grpc import messages
+from rocketmq_emu.broker.grpc.client_activity import ClientActivity
+from rocketmq_emu.broker.grpc.consumer_activity import ConsumerActivity
+from rocketmq_emu.broker.grpc.context import ProxyContext
+from rocketmq_emu.broker.grpc.producer_activity import ProducerActivity
+from rocketmq_emu.broker.grpc.proxy_state import ProxyState
+from rocketmq_emu.broker.grpc.status import status_of
+
+#: The unary RPCs, by name: (activity attribute, method, response message).
+_UNARY = {
+    "QueryRoute": ("client", "query_route", "QueryRouteResponse"),
+    "Heartbeat": ("client", "heartbeat", "HeartbeatResponse"),
+    "QueryAssignment": ("client", "query_assignment", "QueryAssignmentResponse"),
+    "NotifyClientTermination": ("client", "notify_client_termination",
+                                "NotifyClientTerminationResponse"),
+    "SendMessage": ("producer", "send_message", "SendMessageResponse"),
+    "EndTransaction": ("producer", "end_transaction", "EndTransactionResponse"),
+    "ForwardMessageToDeadLetterQueue": ("producer", "forward_to_dlq",
+                                        "ForwardMessageToDeadLetterQueueResponse"),
+    "AckMessage": ("consumer", "ack_message", "AckMessageResponse"),
+    "ChangeInvisibleDuration": ("consumer", "change_invisible_duration",
+                                "ChangeInvisibleDurationResponse"),
+}
+
+
+class MessagingService:
+    """The handlers for a :class:`~rocketmq_emu.broker.grpc.server.GrpcServerFactory` over the
+    brokers ``brokers()`` returns (name → running BrokerController)."""
+
+    def __init__(self, brokers: Callable[[], dict[str, Any]], grpc_port: Callable[[], int],
+                 clock: Any) -> None:
+        self.state = ProxyState(brokers, grpc_port, clock)
+        self.client = ClientActivity(self.state)
+        self.producer = ProducerActivity(self.state)
+        self.consumer = ConsumerActivity(self.state)
+
+    def handlers(self) -> dict[str, Any]:
+        """RPC name → handler."""
+        out: dict[str, Any] = {name: self._unary(*spec) for name, spec in _UNARY.items()}
+        out["ReceiveMessage"] = self._receive
+        out["Telemetry"] = self.client.telemetry
+        return out
+
+    def _context(self, call: Any) -> ProxyContext:
+        return ProxyContext.from_call(call, self.state.clock.seconds())
+
+    def _unary(self, activity: str, method: str, response: str) -> Any:
+        fn = getattr(getattr(self, activity), method)
+
+        def handle(request: Any, call: Any) -> defer.Deferred:
+            def failed(failure: Any) -> Any:
+                out = messages.message_class(response)()
+                out.status.CopyFrom(status_of(failure.value))
+                return out
+
+            def run() -> Any:
+                ctx = self._context(call)
+                ctx.require_client_id()
+                result = fn(ctx, request)
+                return defer.ensureDeferred(result) if hasattr(result, "__await__") else result
+
+            return defer.maybeDeferred(run).addErrback(failed)
+
+        handle.__name__ = method
+        return handle
+
+    def _receive(self, request: Any, call: Any) -> defer.Deferred:
+        def run() -> Any:
+            ctx = self._context(call)
+            ctx.require_client_id()
+            return defer.ensureDeferred(self.consumer.receive_message(ctx, request, call))
+
+        def failed(failure: Any) -> None:
+            out = messages.message_class("ReceiveMessageResponse")()
+            out.status.CopyFrom(status_of(failure.value))
+            call.send(out)
+
+        return defer.maybeDeferred(run).addErrback(failed)
