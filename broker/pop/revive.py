@@ -26,11 +26,13 @@ Design choices (where this differs from Apache RocketMQ 5 on disk or in timing):
   below the oldest check point still live (or the last record of the queue when none is). A
   restart re-reads each revive queue from that offset + 1 and rebuilds the live check points; one
   whose time already passed is revived at once. What was committed is never read again.
-* An ACK is matched to its check point by Java's merge key (topic, group, queue, start offset, pop
-  time, broker name); when none matches, by the same key without the start offset if that check
-  point holds the acknowledged offset. Apache's proxy builds the receipt handle of a changed
-  invisible time with the old check point's start offset (``LocalMessageService
-  .changeInvisibleTime``), which the strict key would never match.
+* An ACK is matched to a live check point of the same topic, group, queue, pop time and broker
+  that still waits for the acknowledged offset, preferring Java's full merge key (with the start
+  offset) and a revive time equal to the ACK's due time (``TIMER_DELIVER_MS``). Java's timer
+  separates a CK from a CK re-written in the same millisecond by delivery time; here the due time
+  does. Without the start offset, Apache's proxy's receipt handle after a changed invisible time
+  (``LocalMessageService.changeInvisibleTime`` keeps the old check point's start offset) still
+  acknowledges the new check point.
 * A message that cannot be re-put is retried with the next ``ckRewriteIntervalsInSeconds`` delay
   (Java re-writes a CK with that extra invisible time, ``rePutCK``).
 """
@@ -86,7 +88,8 @@ class PopReviveService:
         self.ctx = ctx
         self.revive_queue_num = revive_queue_num
         self.revive_topic = names.revive_topic(ctx.cluster_name)
-        self.live: dict[str, LiveCheckPoint] = {}
+        #: Live check points by (revive queue, offset of their CK record).
+        self.live: dict[tuple[int, int], LiveCheckPoint] = {}
         self._loose: dict[_LooseKey, list[LiveCheckPoint]] = {}
         self._by_queue: dict[int, dict[int, LiveCheckPoint]] = {}
         self.running = False
@@ -148,7 +151,11 @@ class PopReviveService:
             body.revive_offset = qoff
             self._track(body, qid, qoff)
         elif isinstance(body, AckMsg):
-            self._apply_ack(body)
+            try:
+                deliver_ms = int(record.properties.get(names.PROPERTY_TIMER_DELIVER_MS, ""))
+            except ValueError:
+                deliver_ms = None
+            self._apply_ack(body, deliver_ms)
 
     # --- writing --------------------------------------------------------------------------------
     def _put(self, record: MessageRecord) -> Any:
@@ -177,20 +184,19 @@ class PopReviveService:
                                       self.ctx.store_host, self.ctx.now_ms()))
         if append is None:
             return False
-        self._apply_ack(ack)
+        self._apply_ack(ack, deliver_ms)
         self._commit(revive_qid)
         return True
 
     # --- tracking -------------------------------------------------------------------------------
     def _track(self, ck: PopCheckPoint, qid: int, offset: int) -> LiveCheckPoint | None:
-        key = ck.merge_key()
-        old = self.live.get(key)
-        if old is not None:  # a CK re-written under the same key: keep the newer one
+        old = self.live.get((qid, offset))
+        if old is not None:
             self._untrack(old)
         live = LiveCheckPoint(ck, qid, offset,
                               loose_key=_loose_key(ck.topic, ck.cid, ck.queue_id, ck.pop_time,
                                                    ck.broker_name))
-        self.live[key] = live
+        self.live[(qid, offset)] = live
         self._loose.setdefault(live.loose_key, []).append(live)
         self._by_queue.setdefault(qid, {})[offset] = live
         return live
@@ -199,9 +205,8 @@ class PopReviveService:
         if live.timer is not None and live.timer.active():
             live.timer.cancel()
         live.timer = None
-        key = live.ck.merge_key()
-        if self.live.get(key) is live:
-            del self.live[key]
+        if self.live.get((live.revive_qid, live.offset)) is live:
+            del self.live[(live.revive_qid, live.offset)]
         same = self._loose.get(live.loose_key)
         if same is not None and live in same:
             same.remove(live)
@@ -209,22 +214,35 @@ class PopReviveService:
                 del self._loose[live.loose_key]
         self._by_queue.get(live.revive_qid, {}).pop(live.offset, None)
 
-    def _find(self, ack: AckMsg, offset: int) -> LiveCheckPoint | None:
-        live = self.live.get(ack.merge_key(self.broker_name))
-        if live is not None:
-            return live
+    def _find(self, ack: AckMsg, offset: int, deliver_ms: int | None) -> LiveCheckPoint | None:
+        """The live check point an ACK of ``offset`` is for: same topic, group, queue, pop time
+        and broker (Java's merge key without the start offset), still waiting for ``offset``;
+        preferring the same start offset and a revive time equal to the ACK's due time. A check
+        point due (``reviveTime - ackTimeInterval``) after the ACK is not a candidate: Java's
+        timer would deliver the ACK before it (two check points share a merge key when the
+        invisible time is changed in the millisecond of the pop)."""
         broker = ack.broker_name if ack.broker_name and ack.broker_name.strip() else \
             self.broker_name
+        best: LiveCheckPoint | None = None
+        best_rank = -1
         for cand in self._loose.get(_loose_key(ack.topic, ack.consumer_group, ack.queue_id,
                                                ack.pop_time, broker), ()):
-            if cand.ck.index_of_ack(offset) >= 0:
-                return cand
-        return None
+            index = cand.ck.index_of_ack(offset)
+            if index < 0 or cand.ck.is_acked(index):
+                continue
+            if deliver_ms is not None and \
+                    cand.ck.deliver_time_ms() > deliver_ms:  # Java: not delivered yet then
+                continue
+            rank = (2 if cand.ck.start_offset == ack.start_offset else 0) + \
+                (1 if cand.ck.revive_time == deliver_ms else 0)
+            if rank > best_rank:
+                best, best_rank = cand, rank
+        return best
 
-    def _apply_ack(self, ack: AckMsg) -> None:
+    def _apply_ack(self, ack: AckMsg, deliver_ms: int | None) -> None:
         offsets = (ack.ack_offset_list or []) if isinstance(ack, BatchAckMsg) else [ack.ack_offset]
         for offset in offsets:
-            live = self._find(ack, offset)
+            live = self._find(ack, offset, deliver_ms)
             if live is None or not live.ck.ack(offset):
                 continue
             if not live.ck.unacked_offsets():
@@ -253,7 +271,7 @@ class PopReviveService:
     # --- revival --------------------------------------------------------------------------------
     def _due(self, live: LiveCheckPoint) -> None:
         live.timer = None
-        if self.live.get(live.ck.merge_key()) is not live:
+        if self.live.get((live.revive_qid, live.offset)) is not live:
             return
         try:
             self.revive(live)
