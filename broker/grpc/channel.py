@@ -60,6 +60,9 @@ class GrpcClientChannel:
         self.client_id = client_id
         self.broker_name = broker_name
         self.peer_addr = peer_addr
+        host, _, port = peer_addr.rpartition(":")
+        #: ``(host, port)`` of the client's connection (what a remoting connection reports).
+        self.peer: tuple[str, int] = (host, int(port) if port.isdigit() else 0)
         self.transactions = transactions
         self.telemetry: Any = None
         self._close_callbacks: list[Callable[[Any], None]] = []
