@@ -255,3 +255,26 @@ def test_change_invisible_time_in_pop_millisecond(rig):
     assert rig.pop_msgs("T").code == ResponseCode.POLLING_TIMEOUT
     rig.advance(4_000)
     assert bodies(rig.pop_msgs("T")) == [b"x"]
+
+
+def test_retry_topic_read_first_with_probability(tmp_path):
+    """When the random draw is under popFromRetryProbability (20), the retry topic is read
+    before the normal queues."""
+    rig = PopRig(tmp_path, random_value=0)
+    try:
+        rig.send("T", b"old")
+        pop_one(rig, invisible_ms=1_000)
+        rig.advance(1_000)
+        rig.send("T", b"new")
+        assert bodies(rig.pop_msgs("T", max_msgs=1)) == [b"old"]
+    finally:
+        rig.close()
+
+
+def test_normal_queue_read_first_otherwise(rig):
+    """With a draw of 20 or more the normal queues come first."""
+    rig.send("T", b"old")
+    pop_one(rig, invisible_ms=1_000)
+    rig.advance(1_000)
+    rig.send("T", b"new")
+    assert bodies(rig.pop_msgs("T", max_msgs=1)) == [b"new"]
