@@ -50,6 +50,8 @@ Behaviours (grpc doc/PROTOCOL-HTTP2.md; grpc-java's messages where it has one):
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import itertools
 import logging
 from collections.abc import Callable, Iterable, Mapping
@@ -75,14 +77,17 @@ from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
 
 from rocketmq_emu.broker.grpc.call import DROP, CallEvent, RawPayload, ServerCall, StreamObserver
+from rocketmq_emu.broker.grpc.hpack_plain import PlainEncoder
 from rocketmq_emu.broker.grpc.wire import (
     GrpcError,
     MessageDecoder,
+    RequestHeaders,
     RequestRejected,
     StatusCode,
     encode_message,
     message_prefix,
     parse_request_headers,
+    parse_timeout,
     response_headers,
     trailers,
     trailers_only,
@@ -117,10 +122,34 @@ Interceptor = Callable[[ServerCall, Any], Any]
 Observer = Callable[[CallEvent], None]
 
 #: Outgoing headers are this module's own (valid, lower-case): h2 need not check them again.
+#: Incoming ones are checked by ``wire.parse_request_headers`` (what gRPC needs: :method, :path,
+#: :scheme, content-type, te...); h2's generic HTTP checks cost a third of a call's CPU.
 _H2_CONFIG = H2Configuration(client_side=False, header_encoding=None,
-                             validate_outbound_headers=False, normalize_outbound_headers=False)
+                             validate_outbound_headers=False, normalize_outbound_headers=False,
+                             validate_inbound_headers=False, normalize_inbound_headers=False)
 _CLIENT_STREAMING = frozenset({"stream_stream", "stream_unary"})
 _SHUTDOWN_MESSAGE = "the server is shutting down"
+#: Distinct Request-Headers blocks (without grpc-timeout) remembered per connection.
+_HEADER_CACHE_LIMIT = 256
+
+
+@functools.lru_cache(maxsize=1024)
+def _timeout(value: bytes) -> float:
+    """A grpc-timeout value in seconds; RequestRejected (INTERNAL) if malformed."""
+    try:
+        return parse_timeout(value.decode("latin-1"))
+    except ValueError as exc:
+        raise RequestRejected(StatusCode.INTERNAL, str(exc)) from None
+
+
+def _as_bytes(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    return [(n.encode(), v.encode()) for n, v in headers]
+
+
+#: The blocks nearly every call sends, built once (bytes: h2 passes them on as they are).
+_RESPONSE_HEADERS = _as_bytes(response_headers())
+_OK_TRAILERS = _as_bytes(trailers(StatusCode.OK))
+_OK_TRAILERS_ONLY = _as_bytes(trailers_only(StatusCode.OK))
 
 
 class GrpcServerFactory(Factory):
@@ -229,6 +258,7 @@ class GrpcProtocol(Protocol):
         self._receiving = False
         self._frames_seen = False
         self._goaway_sent = False
+        self._header_cache: dict[tuple[tuple[bytes, bytes], ...], RequestHeaders] = {}
         self._close_callbacks: list[Callable[[GrpcProtocol], Any]] = []
         self._closed_waiters: list[defer.Deferred] = []
 
@@ -269,6 +299,7 @@ class GrpcProtocol(Protocol):
             SettingCodes.INITIAL_WINDOW_SIZE: factory.stream_window,
             SettingCodes.MAX_HEADER_LIST_SIZE: H2Connection.DEFAULT_MAX_HEADER_LIST_SIZE,
         })
+        h2.encoder = PlainEncoder()
         h2.initiate_connection()
         if factory.connection_window > _H2_DEFAULT_WINDOW:
             h2.increment_flow_control_window(factory.connection_window - _H2_DEFAULT_WINDOW)
@@ -367,7 +398,7 @@ class GrpcProtocol(Protocol):
             return
         factory = self.factory
         try:
-            headers = parse_request_headers(event.headers, factory.methods)
+            headers = self._parse_headers(event.headers)
             method = factory.methods[headers.path]
             decoder = MessageDecoder(factory.max_message_size, headers.encoding)
         except RequestRejected as rejected:
@@ -388,6 +419,27 @@ class GrpcProtocol(Protocol):
             call._timer = self.clock.callLater(headers.timeout, self._deadline_expired, call)
         if method.kind in _CLIENT_STREAMING:
             self._start(call, None)
+
+    def _parse_headers(self, raw: list[tuple[bytes, bytes]]) -> RequestHeaders:
+        """``wire.parse_request_headers``, remembered per connection: a client sends the same
+        block call after call but for ``grpc-timeout``, which is parsed on its own."""
+        timeout = None
+        key = []
+        for field in raw:
+            if field[0] == b"grpc-timeout":
+                timeout = timeout or field  # the first one, as parse_request_headers takes
+            else:
+                key.append(field)
+        cache = self._header_cache
+        cache_key = tuple(key)
+        parsed = cache.get(cache_key)
+        if parsed is None:
+            parsed = parse_request_headers(key, self.factory.methods)
+            if len(cache) < _HEADER_CACHE_LIMIT:
+                cache[cache_key] = parsed
+        if timeout is None:
+            return parsed
+        return dataclasses.replace(parsed, timeout=_timeout(timeout[1]))
 
     def _reject(self, sid: int, headers: list[tuple[str, str]], client_closed: bool) -> None:
         h2 = self._h2
@@ -634,11 +686,12 @@ class GrpcProtocol(Protocol):
             return
         if not call._headers_sent:
             call._headers_sent = True
-            try:
-                headers = response_headers(metadata=call.initial_metadata)
-            except ValueError as exc:
-                log.error("%r: bad initial metadata dropped: %s", call, exc)
-                headers = response_headers()
+            headers: list[Any] = _RESPONSE_HEADERS
+            if call.initial_metadata:
+                try:
+                    headers = response_headers(metadata=call.initial_metadata)
+                except ValueError as exc:
+                    log.error("%r: bad initial metadata dropped: %s", call, exc)
             if not self._send_headers(call, headers, end_stream=False):
                 return
         if len(payload) <= _COPY_LIMIT:
@@ -654,7 +707,10 @@ class GrpcProtocol(Protocol):
         if self.closed or call.stream_id not in self.calls:
             return
         try:
-            if not call._headers_sent:
+            if code == StatusCode.OK and not message and not call.trailing_metadata \
+                    and not (call.initial_metadata and not call._headers_sent):
+                headers: list[Any] = _OK_TRAILERS if call._headers_sent else _OK_TRAILERS_ONLY
+            elif not call._headers_sent:
                 headers = trailers_only(code, message,
                                         metadata=[*call.initial_metadata, *call.trailing_metadata])
             else:
