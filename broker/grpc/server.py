@@ -78,18 +78,16 @@ from twisted.python.failure import Failure
 
 from rocketmq_emu.broker.grpc.call import DROP, CallEvent, RawPayload, ServerCall, StreamObserver
 from rocketmq_emu.broker.grpc.hpack_plain import PlainEncoder
+from rocketmq_emu.broker.grpc.runner import CLIENT_STREAMING, CallRunner, Interceptor
+from rocketmq_emu.broker.grpc.streams import StreamWriter
 from rocketmq_emu.broker.grpc.wire import (
     GrpcError,
     MessageDecoder,
     RequestHeaders,
     RequestRejected,
     StatusCode,
-    encode_message,
-    message_prefix,
     parse_request_headers,
     parse_timeout,
-    response_headers,
-    trailers,
     trailers_only,
 )
 from rocketmq_emu.broker.remoting.dispatcher import default_clock
@@ -113,21 +111,16 @@ DEFAULT_STREAM_WINDOW = 1 << 20
 DEFAULT_CONNECTION_WINDOW = 16 << 20
 #: The HTTP/2 default windows (RFC 9113 6.9.2).
 _H2_DEFAULT_WINDOW = 65535
-#: Messages up to this size are framed in one buffer (one copy); larger ones go out as prefix +
-#: the payload itself, sliced per DATA frame.
-_COPY_LIMIT = 64 * 1024
 
 Handler = Callable[..., Any]
-Interceptor = Callable[[ServerCall, Any], Any]
 Observer = Callable[[CallEvent], None]
 
 #: Outgoing headers are this module's own (valid, lower-case): h2 need not check them again.
 #: Incoming ones are checked by ``wire.parse_request_headers`` (what gRPC needs: :method, :path,
-#: :scheme, content-type, te...); h2's generic HTTP checks cost a third of a call's CPU.
+#: :scheme, content-type, te...); h2's generic HTTP checks cost a tenth of a call's CPU.
 _H2_CONFIG = H2Configuration(client_side=False, header_encoding=None,
                              validate_outbound_headers=False, normalize_outbound_headers=False,
                              validate_inbound_headers=False, normalize_inbound_headers=False)
-_CLIENT_STREAMING = frozenset({"stream_stream", "stream_unary"})
 _SHUTDOWN_MESSAGE = "the server is shutting down"
 #: Distinct Request-Headers blocks (without grpc-timeout) remembered per connection.
 _HEADER_CACHE_LIMIT = 256
@@ -140,16 +133,6 @@ def _timeout(value: bytes) -> float:
         return parse_timeout(value.decode("latin-1"))
     except ValueError as exc:
         raise RequestRejected(StatusCode.INTERNAL, str(exc)) from None
-
-
-def _as_bytes(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    return [(n.encode(), v.encode()) for n, v in headers]
-
-
-#: The blocks nearly every call sends, built once (bytes: h2 passes them on as they are).
-_RESPONSE_HEADERS = _as_bytes(response_headers())
-_OK_TRAILERS = _as_bytes(trailers(StatusCode.OK))
-_OK_TRAILERS_ONLY = _as_bytes(trailers_only(StatusCode.OK))
 
 
 class GrpcServerFactory(Factory):
@@ -238,7 +221,7 @@ class GrpcServerFactory(Factory):
         return defer.gatherResults(waits).addCallback(lambda _: None)
 
 
-class GrpcProtocol(Protocol):
+class GrpcProtocol(CallRunner, StreamWriter, Protocol):
     """One HTTP/2 connection serving gRPC calls (``call.connection`` of each of its calls).
 
     ``peer`` ``(host, port)``; ``connection_id`` (``"host:port#n"``, unique in the factory);
@@ -417,7 +400,7 @@ class GrpcProtocol(Protocol):
                 self._abort(call, StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
                 return
             call._timer = self.clock.callLater(headers.timeout, self._deadline_expired, call)
-        if method.kind in _CLIENT_STREAMING:
+        if method.kind in CLIENT_STREAMING:
             self._start(call, None)
 
     def _parse_headers(self, raw: list[tuple[bytes, bytes]]) -> RequestHeaders:
@@ -477,7 +460,7 @@ class GrpcProtocol(Protocol):
                 return
 
     def _deliver(self, call: ServerCall, message: Any) -> None:
-        if call.method.kind in _CLIENT_STREAMING:
+        if call.method.kind in CLIENT_STREAMING:
             if not call._started:
                 call._requests.append(message)
             elif call._observer is not None:
@@ -498,7 +481,7 @@ class GrpcProtocol(Protocol):
             return
         if call._decoder.pending:
             self._abort(call, StatusCode.INTERNAL, "Encountered end-of-stream mid-frame")
-        elif call.method.kind in _CLIENT_STREAMING:
+        elif call.method.kind in CLIENT_STREAMING:
             if call._started and call._observer is not None:
                 self._notify(call, call._observer.on_half_close)
         elif not call._requests:
@@ -533,129 +516,6 @@ class GrpcProtocol(Protocol):
             if call._out or call._trailers is not None:
                 self._flush(call)
 
-    # --- running a call ------------------------------------------------------------------------
-    def _start(self, call: ServerCall, request: Any) -> None:
-        factory = self.factory
-        if factory._observers:
-            event = CallEvent(time=self.clock.seconds(), rpc=call.method.name,
-                              path=call.method.path, peer=call.peer,
-                              connection_id=self.connection_id, metadata=call.metadata,
-                              request=request, call=call)
-            for fn in factory._observers:
-                try:
-                    fn(event)
-                except Exception:
-                    log.exception("observer %r failed on %r", fn, call)
-        if factory._interceptors:
-            self._intercept(call, request, factory._interceptors, 0)
-        else:
-            self._run_handler(call, request)
-
-    def _intercept(self, call: ServerCall, request: Any, chain: tuple[Interceptor, ...],
-                   index: int) -> None:
-        for at in range(index, len(chain)):
-            try:
-                result = chain[at](call, request)
-            except Exception as exc:
-                self._handler_error(call, exc, f"interceptor {chain[at]!r}")
-                return
-            if result is None:
-                continue
-            if isinstance(result, defer.Deferred):
-                result.addCallback(self._intercepted, call, request, chain, at + 1)
-                result.addErrback(self._handler_failed, call)
-                return
-            self._intercepted(result, call, request, chain, at + 1)
-            return
-        self._run_handler(call, request)
-
-    def _intercepted(self, result: Any, call: ServerCall, request: Any,
-                     chain: tuple[Interceptor, ...], index: int) -> None:
-        if call.finished or call.cancelled:
-            return
-        if result is None:
-            self._intercept(call, request, chain, index)
-        elif isinstance(result, GrpcError):
-            call.finish(result.code, result.message)
-        elif result is DROP:
-            call._started = True  # client-streamed requests are dropped from now on
-            call._requests.clear()
-        elif isinstance(result, bytes) or isinstance(result, call.method.response):
-            call.send(result)
-            call.finish()
-        else:
-            log.error("interceptor answered %r to %r; failing the call", result, call)
-            call.finish(StatusCode.UNKNOWN, f"interceptor answered {type(result).__name__}")
-        self._io_done()
-
-    def _run_handler(self, call: ServerCall, request: Any) -> None:
-        call._started = True
-        handler = self.factory.handlers[call.method.name]
-        kind = call.method.kind
-        try:
-            result = handler(call) if kind in _CLIENT_STREAMING else handler(request, call)
-        except Exception as exc:
-            self._handler_error(call, exc, "handler")
-            return
-        if kind == "unary_unary":
-            if isinstance(result, defer.Deferred):
-                result.addCallbacks(self._unary_result, self._handler_failed,
-                                    callbackArgs=(call,), errbackArgs=(call,))
-            else:
-                self._unary_result(result, call)
-        elif kind == "unary_stream":
-            if isinstance(result, defer.Deferred):
-                result.addCallbacks(self._stream_result, self._handler_failed,
-                                    callbackArgs=(call,), errbackArgs=(call,))
-            else:
-                self._stream_result(result, call)
-        elif call.active:
-            call._observer = result
-            if result is not None:
-                queued, call._requests = call._requests, []
-                for message in queued:
-                    self._notify(call, result.on_message, message)
-                    if not call.active:
-                        return
-                if call.client_closed:
-                    self._notify(call, result.on_half_close)
-
-    def _unary_result(self, response: Any, call: ServerCall) -> None:
-        if call.finished or call.cancelled:
-            return
-        if response is None:
-            call.finish(StatusCode.INTERNAL, "Completed without a response")
-        else:
-            call.send(response)
-            call.finish()
-        self._io_done()
-
-    def _stream_result(self, _: Any, call: ServerCall) -> None:
-        if call.active:
-            call.finish()
-            self._io_done()
-
-    def _notify(self, call: ServerCall, fn: Callable[..., Any], *args: Any) -> None:
-        try:
-            fn(*args)
-        except Exception as exc:
-            self._handler_error(call, exc, "stream observer")
-
-    def _handler_error(self, call: ServerCall, exc: BaseException, who: str) -> None:
-        if isinstance(exc, GrpcError):
-            call.finish(exc.code, exc.message)
-        elif call.active:
-            log.error("%s of %r failed", who, call, exc_info=exc)
-            call.finish(StatusCode.UNKNOWN,
-                        f"Application error processing RPC: {type(exc).__name__}: {exc}")
-        self._io_done()
-
-    def _handler_failed(self, failure: Failure, call: ServerCall) -> None:
-        if call.finished or call.cancelled:
-            log.debug("%r: result after the end: %s", call, failure.getErrorMessage())
-            return
-        self._handler_error(call, failure.value, "handler")
-
     def _deadline_expired(self, call: ServerCall) -> None:
         call._timer = None
         if call.active:
@@ -678,101 +538,6 @@ class GrpcProtocol(Protocol):
         call._trailers = None
         call._mark_cancelled()
 
-    # --- writing (ServerCall's side) -------------------------------------------------------------
-    def send_message(self, call: ServerCall, payload: bytes | bytearray | memoryview) -> None:
-        """Queue one Length-Prefixed-Message on the call's stream (headers first) and send what
-        the flow-control window allows."""
-        if self.closed or call.stream_id not in self.calls:
-            return
-        if not call._headers_sent:
-            call._headers_sent = True
-            headers: list[Any] = _RESPONSE_HEADERS
-            if call.initial_metadata:
-                try:
-                    headers = response_headers(metadata=call.initial_metadata)
-                except ValueError as exc:
-                    log.error("%r: bad initial metadata dropped: %s", call, exc)
-            if not self._send_headers(call, headers, end_stream=False):
-                return
-        if len(payload) <= _COPY_LIMIT:
-            call._out.append(encode_message(bytes(payload)))
-        else:
-            call._out.append(message_prefix(len(payload)))
-            call._out.append(memoryview(payload))
-        self._flush(call)
-        self._io_done()
-
-    def finish_call(self, call: ServerCall, code: StatusCode, message: str) -> None:
-        """Queue the call's Trailers (Trailers-Only if nothing was sent) after its DATA."""
-        if self.closed or call.stream_id not in self.calls:
-            return
-        try:
-            if code == StatusCode.OK and not message and not call.trailing_metadata \
-                    and not (call.initial_metadata and not call._headers_sent):
-                headers: list[Any] = _OK_TRAILERS if call._headers_sent else _OK_TRAILERS_ONLY
-            elif not call._headers_sent:
-                headers = trailers_only(code, message,
-                                        metadata=[*call.initial_metadata, *call.trailing_metadata])
-            else:
-                headers = trailers(code, message, metadata=call.trailing_metadata)
-        except ValueError as exc:
-            log.error("%r: bad metadata dropped: %s", call, exc)
-            headers = trailers_only(code, message) if not call._headers_sent else trailers(code, message)
-        if not call._headers_sent and not call._out:
-            call._headers_sent = True
-            self._end(call, headers)
-        else:
-            call._trailers = headers
-            self._flush(call)
-        self._io_done()
-
-    def _send_headers(self, call: ServerCall, headers: list[tuple[str, str]], end_stream: bool) -> bool:
-        try:
-            self._h2.send_headers(call.stream_id, headers, end_stream=end_stream)
-        except (StreamClosedError, ProtocolError) as exc:
-            log.debug("%r: stream gone: %s", call, exc)
-            self.calls.pop(call.stream_id, None)
-            self._drop(call)
-            return False
-        return True
-
-    def _end(self, call: ServerCall, headers: list[tuple[str, str]]) -> None:
-        """Send the final HEADERS (END_STREAM); stop a client still sending (RST NO_ERROR)."""
-        if not self._send_headers(call, headers, end_stream=True):
-            return
-        self.calls.pop(call.stream_id, None)
-        if not call.client_closed:
-            try:
-                self._h2.reset_stream(call.stream_id, ErrorCodes.NO_ERROR)
-            except (StreamClosedError, ProtocolError):
-                pass
-
-    def _flush(self, call: ServerCall) -> None:
-        """Send queued DATA as far as the peer's windows allow, then the Trailers if queued."""
-        h2 = self._h2
-        sid = call.stream_id
-        out = call._out
-        try:
-            while out:
-                window = h2.local_flow_control_window(sid)
-                if window <= 0:
-                    return
-                chunk = out[0]
-                size = min(window, h2.max_outbound_frame_size)
-                if len(chunk) <= size:
-                    out.popleft()
-                    h2.send_data(sid, chunk if type(chunk) is bytes else bytes(chunk))
-                else:
-                    h2.send_data(sid, bytes(chunk[:size]))
-                    out[0] = memoryview(chunk)[size:]
-        except (StreamClosedError, ProtocolError) as exc:
-            log.debug("%r: stream gone while sending: %s", call, exc)
-            self.calls.pop(sid, None)
-            self._drop(call)
-            return
-        if call._trailers is not None:
-            headers, call._trailers = call._trailers, None
-            self._end(call, headers)
 
 
 _EVENT_HANDLERS: dict[type, Callable[[GrpcProtocol, Any], None]] = {

@@ -625,3 +625,42 @@ def test_close_all_answers_unavailable_and_closes(clock: task.Clock) -> None:
     # A connection made after close_all is shut at once.
     late = Client(factory)
     assert late.transport.disconnecting
+
+
+def test_plain_hpack_encoder_round_trips_without_the_dynamic_table() -> None:
+    from hpack import Decoder
+
+    from rocketmq_emu.broker.grpc.hpack_plain import PlainEncoder
+
+    encoder, decoder = PlainEncoder(), Decoder()
+    blocks = [
+        [(b":status", b"200"), (b"content-type", b"application/grpc")],
+        [(b"grpc-status", b"5"), (b"grpc-message", b"x" * 300), (b"x-custom-bin", b"AAEC")],
+        [(b":status", b"415"), (b"content-length", b"0")],
+    ]
+    first = encoder.encode(blocks[0])
+    assert first[:1] == b"\x20"  # dynamic table size update to 0, once
+    assert decoder.decode(first, raw=True) == blocks[0]
+    for block in blocks * 2:
+        assert decoder.decode(encoder.encode(block), raw=True) == block
+    assert len(decoder.header_table.dynamic_entries) == 0
+    encoder.header_table_size = 100  # the peer's SETTINGS_HEADER_TABLE_SIZE changed
+    again = encoder.encode(blocks[0])
+    assert again[:1] == b"\x20" and decoder.decode(again, raw=True) == blocks[0]
+    assert encoder.encode(blocks[0])[:1] == b"\x88"  # :status 200 is static index 8
+
+
+def test_each_call_gets_its_own_timeout_with_the_same_headers(clock: task.Clock) -> None:
+    calls: list[ServerCall] = []
+
+    def receive(request: Any, call: ServerCall) -> defer.Deferred:
+        calls.append(call)
+        return defer.Deferred()
+
+    client = Client(GrpcServerFactory({"ReceiveMessage": receive}, clock))
+    for timeout in ("5S", "7S", None, "5S", "bogus"):
+        client.call(path("ReceiveMessage"), b"", timeout=timeout)
+    assert [c.deadline for c in calls] == [5.0, 7.0, None, 5.0]
+    assert [c.metadata.timeout for c in calls] == [5.0, 7.0, None, 5.0]
+    code, message = client.streams[9].status
+    assert code == StatusCode.INTERNAL and "bogus" in message
