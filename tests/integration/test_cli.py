@@ -42,6 +42,8 @@ class Proc:
     """A ``python -m broker.cli ...`` subprocess with its output in a file."""
 
     def __init__(self, tmp: Path, name: str, *args: str) -> None:
+        if args and args[0] in ("up", "broker") and "--grpc-port" not in args:
+            args = (*args, "--grpc-port", "0")  # 8081 may be taken by another test's emulator
         self.log = tmp / f"{name}.log"
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
@@ -217,7 +219,8 @@ def test_bad_broker_conf_exits_with_a_message(tmp_path):
     """An unusable value stops the start with status 2 and names the key."""
     conf = tmp_path / "broker.conf"
     conf.write_text("listenPort=abc\n")
-    out = subprocess.run([sys.executable, "-m", "rocketmq_emu.broker.cli", "broker", "-c", str(conf)],
+    out = subprocess.run([sys.executable, "-m", "rocketmq_emu.broker.cli", "broker", "-c", str(conf),
+                          "--grpc-port", "0"],
                          cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert out.returncode == 2
     assert "listenPort" in out.stderr and "broker.conf" in out.stderr

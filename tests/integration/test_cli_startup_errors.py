@@ -19,7 +19,10 @@ SMALL_CONF = f"mappedFileSizeCommitLog={1 << 20}\n"
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    """``python -m rocketmq_emu.broker.cli ARGS`` to its exit (it must exit on its own)."""
+    """``python -m rocketmq_emu.broker.cli ARGS`` to its exit (it must exit on its own); ``up``
+    and ``broker`` get a free gRPC port unless the test names one."""
+    if args and args[0] in ("up", "broker") and "--grpc-port" not in args:
+        args = (*args, "--grpc-port", "0")
     return subprocess.run([sys.executable, "-m", "rocketmq_emu.broker.cli", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
 

@@ -19,7 +19,7 @@ def run_up(tmp_path: Path, timeout: float = 30) -> subprocess.CompletedProcess:
     conf = tmp_path / "broker.conf"
     conf.write_text(SMALL_STORE)
     return subprocess.run(
-        [sys.executable, "-m", "rocketmq_emu.broker.cli", "up", "--store",
+        [sys.executable, "-m", "rocketmq_emu.broker.cli", "up", "--grpc-port", "0", "--store",
          str(tmp_path / "store"), "--namesrv-port", str(free_port()), "--broker-port",
          str(free_port()), "--host", "127.0.0.1", "-c", str(conf)],
         cwd=ROOT, capture_output=True, text=True, timeout=timeout)

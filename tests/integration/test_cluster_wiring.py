@@ -150,7 +150,7 @@ sys.exit(cli.main(sys.argv[1:]))
 @pytest.mark.parametrize("control", [False, True], ids=["plain", "control-port"])
 def test_up_builds_its_cluster_with_the_production_wiring(tmp_path, control):
     """`up` (with or without --control-port) starts a broker.cluster.Cluster; no harness module loads."""
-    argv = ["up", "--store", str(tmp_path / "s"), "--namesrv-port", str(free_port()),
+    argv = ["up", "--grpc-port", "0", "--store", str(tmp_path / "s"), "--namesrv-port", str(free_port()),
             "--broker-port", str(free_broker_port())]
     if control:
         argv += ["--control-port", str(free_port())]
@@ -181,7 +181,7 @@ class running_up:  # noqa: N801 (used as a context manager, like open())
     def __init__(self, tmp_path: Path, store: Path) -> None:
         self.log = tmp_path / "up.log"
         self.control = free_port()
-        self.argv = [sys.executable, "-m", "rocketmq_emu.broker.cli", "up", "--store", str(store),
+        self.argv = [sys.executable, "-m", "rocketmq_emu.broker.cli", "up", "--grpc-port", "0", "--store", str(store),
                      "--namesrv-port", str(free_port()), "--broker-port", str(free_broker_port()),
                      "--control-port", str(self.control)]
 

@@ -40,7 +40,7 @@ def emulator(tmp_path):
     ns, broker, control = free_port(), free_broker_port(), free_port()
     log = open(tmp_path / "emu.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rocketmq_emu.broker.cli", "up", "--store", str(tmp_path / "store"),
+        [sys.executable, "-m", "rocketmq_emu.broker.cli", "up", "--grpc-port", "0", "--store", str(tmp_path / "store"),
          "--namesrv-port", str(ns), "--broker-port", str(broker), "--control-port", str(control)],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     try:

@@ -51,7 +51,7 @@ def test_up_start_imports_nothing_it_does_not_need(tmp_path):
     conf = tmp_path / "broker.conf"
     conf.write_text(f"mappedFileSizeCommitLog={1 << 20}\n")  # not a 1 GiB commitlog
     out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, "up", "-c", str(conf), "--store", str(tmp_path / "s"),
+        [sys.executable, "-c", SCRIPT, "up", "--grpc-port", "0", "-c", str(conf), "--store", str(tmp_path / "s"),
          "--namesrv-port", str(free_port()), "--broker-port", str(free_port())],
         cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -146,8 +146,8 @@ def start_emulator(tmp: Path, extra: list[str] | None = None, timeout: float = 3
     store = tmp / "store"
     log_path = tmp / "emulator.log"
     extra = list(extra or [])
-    if grpc_port is not None:
-        extra += ["--grpc-port", str(grpc_port)]
+    # 0: a free port (the default, 8081, may be taken by another emulator of the session).
+    extra += ["--grpc-port", str(grpc_port if grpc_port is not None else 0)]
     if control_port is not None:
         extra += ["--control-port", str(control_port)]
     if "-c" not in extra:
