@@ -5,13 +5,17 @@ Fixtures:
 ``rocketmq``
     A fresh :class:`rocketmq_emu.client.testing.EmbeddedCluster` per test (own ports, own temporary store,
     own clock), stopped after the test. Options come from the marker
-    ``@pytest.mark.rocketmq(clock="manual", broker_config={...})`` (any EmbeddedCluster keyword).
+    ``@pytest.mark.rocketmq(clock="manual", broker_config={...})`` (any EmbeddedCluster keyword;
+    ``grpc_port=None`` leaves out the gRPC endpoint).
 
 ``rocketmq_session``
     One cluster shared by the whole session (faster; tests should use their own topics and
     groups). Its fault rules and request log are reset after each test that uses it.
 
 Both have ``.clock.advance(seconds)``, ``.faults``, ``.producer()``, ``.collector(topic)``, ...
+and serve RocketMQ 5's gRPC MessagingService on a free port, ``.grpc_endpoint`` (``host:port``
+for the 5.x SDKs); the clock drives POP invisible times, so a test receives, advances 30 minutes
+and receives the message again.
 Their name server and brokers are built by the production wiring
 (:class:`rocketmq_emu.broker.cluster.Cluster`, ``.cluster``), as ``rmq-emu up`` builds its own.
 

@@ -15,8 +15,14 @@ cluster.start_async()`` / ``await cluster.stop_async()`` and the Twisted clients
 :mod:`rocketmq_emu.client.producer` / :mod:`rocketmq_emu.client.push_consumer` with ``cluster.namesrv_addr``.
 
 Only the broker's timers and timestamps read :attr:`EmbeddedCluster.clock`
-(:class:`rocketmq_emu.client.clock.ControllableClock`); sockets, the name server and clients run on the real
-reactor. :attr:`EmbeddedCluster.faults` injects faults and records requests
+(:class:`rocketmq_emu.client.clock.ControllableClock`): delay levels, POP invisible times and
+revive, delivery timestamps, the business time the gRPC proxy reads; sockets, the name server,
+long polls, gRPC deadlines and clients run on the real reactor.
+
+RocketMQ 5's gRPC MessagingService is served too, on a free port: point a 5.x SDK (or a grpcio
+client) at :attr:`EmbeddedCluster.grpc_endpoint` (``"127.0.0.1:port"``); ``grpc_port=None`` turns
+it off. After a receive, ``cluster.clock.advance(30 * 60)`` makes a message with a 30-minute
+invisible time visible again at once. :attr:`EmbeddedCluster.faults` injects faults and records requests
 (:mod:`rocketmq_emu.client.faults`); :meth:`stop_broker` / :meth:`start_broker` restart the broker on its
 store, :meth:`make_unreachable` / :meth:`make_reachable` close and reopen its ports.
 
@@ -93,6 +99,8 @@ class EmbeddedCluster:
     with several brokers each has a sub-directory named after it.
     ``control_port`` also serves the HTTP control API (:mod:`rocketmq_emu.client.control_api`);
     ``namesrv_kv_config`` persists the name server's KV config (memory only by default).
+    ``grpc_port`` serves RocketMQ 5's gRPC MessagingService (0, the default: a free port; None:
+    no gRPC endpoint); :attr:`grpc_endpoint` is where.
 
     The name server and brokers are built and run by the production wiring,
     :class:`rocketmq_emu.broker.cluster.Cluster` (:attr:`cluster` once started), with the
@@ -116,6 +124,7 @@ class EmbeddedCluster:
         control_port: int | None = None,
         config: Any = None,
         namesrv_kv_config: str | Path | None = None,
+        grpc_port: int | None = 0,
         reactor: Any = None,
     ) -> None:
         if brokers < 1:
@@ -141,6 +150,7 @@ class EmbeddedCluster:
         self.broker_overrides = {} if config is not None else dict(TEST_BROKER_SETTINGS)
         self.broker_overrides.update(broker_config or {})
         self.control_port = control_port
+        self._grpc_port = grpc_port
         #: The production cluster (:class:`rocketmq_emu.broker.cluster.Cluster`), once started.
         self.cluster: Cluster | None = None
         self._clients: list[Any] = []
@@ -163,6 +173,12 @@ class EmbeddedCluster:
         if self.cluster is not None:
             return self.cluster.namesrv_addr
         return f"{self.host}:{self._namesrv_port}"
+
+    @property
+    def grpc_endpoint(self) -> str | None:
+        """``host:port`` of the gRPC MessagingService (what a 5.x SDK's endpoints are); None
+        before the start or with ``grpc_port=None``."""
+        return self.cluster.grpc_endpoint if self.cluster is not None else None
 
     @property
     def slots(self) -> list[BrokerSlot]:
@@ -239,7 +255,8 @@ class EmbeddedCluster:
             configs.append(cfg)
         kv = str(self.namesrv_kv_config) if self.namesrv_kv_config is not None else None
         return ClusterSpec(brokers=configs, host=self.host, namesrv_port=self._namesrv_port,
-                           namesrv_kv_config=kv, store_dir=str(self.store_dir))
+                           namesrv_kv_config=kv, store_dir=str(self.store_dir),
+                           grpc_port=self._grpc_port)
 
     async def _start(self) -> EmbeddedCluster:
         cluster = self.cluster = self.controls.build(self._spec())
