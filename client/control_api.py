@@ -27,7 +27,7 @@ from urllib.parse import parse_qs
 from twisted.internet import defer
 from twisted.web import resource, server
 
-from rocketmq_emu.client.control_spec import OPENAPI, parse_codes
+from rocketmq_emu.client.control_spec import OPENAPI, parse_selectors
 
 log = logging.getLogger(__name__)
 
@@ -256,7 +256,8 @@ class ControlResource(resource.Resource):
     def add_fault(self, request: Any, body: Any) -> dict:
         if not isinstance(body, dict):
             raise ApiError(400, "expected a JSON object")
-        allowed = {"action", "codes", "target", "delay", "error_code", "remark", "times"}
+        allowed = {"action", "codes", "rpcs", "target", "delay", "error_code", "remark", "times",
+                   "grpc_status", "status_code"}
         unknown = set(body) - allowed
         if unknown:
             raise ApiError(400, f"unknown fields: {sorted(unknown)}")
@@ -264,7 +265,9 @@ class ControlResource(resource.Resource):
         action = body.pop("action")
         codes = body.pop("codes", None)
         if codes is not None:
-            codes = sorted(parse_codes(codes) or ())
+            code_set, rpc_set = parse_selectors(codes)
+            codes = [*sorted(code_set or ()), *sorted(rpc_set or ())] \
+                if code_set is not None or rpc_set is not None else []
         return self.faults.add_rule(action, codes, **body).to_json()
 
     def clear_faults(self, request: Any, body: Any) -> dict:
@@ -278,9 +281,13 @@ class ControlResource(resource.Resource):
 
     def requests(self, request: Any, body: Any) -> list:
         q = self._query(request)
-        codes = parse_codes(q.get("code"))
+        codes, rpcs = parse_selectors(q.get("code"))
         recs = self.faults.records(None, q.get("target"), int(q.get("since", 0)))
-        return [r.to_json() for r in recs if codes is None or r.code in codes]
+        if codes is None and rpcs is None:
+            return [r.to_json() for r in recs]
+        return [r.to_json() for r in recs
+                if (r.rpc is None and codes is not None and r.code in codes)
+                or (r.rpc is not None and rpcs is not None and r.rpc in rpcs)]
 
     def clear_requests(self, request: Any, body: Any) -> dict:
         self.faults.clear_records()

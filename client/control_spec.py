@@ -1,12 +1,13 @@
 """What the control API (:mod:`rocketmq_emu.client.control_api`) accepts: its OpenAPI 3
 description (served at ``GET /openapi.json``) and the request-code vocabulary of ``/requests``
-and ``/faults`` (numbers, RequestCode names and the ``SEND`` family)."""
+and ``/faults`` (numbers, RequestCode names, the ``SEND`` family, and the RPC names of RocketMQ 5's
+gRPC MessagingService such as ``SendMessage``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rocketmq_emu.client.faults import ACTIONS, TARGETS, parse_code
+from rocketmq_emu.client.faults import ACTIONS, TARGETS, parse_code, parse_rpc
 
 #: Request-code families accepted wherever the API takes a code. Clients send the same request
 #: under different codes (captured: PyPI ``rocketmq`` 0.4.4, C++ 1.x, sends SEND_MESSAGE; the
@@ -16,8 +17,9 @@ from rocketmq_emu.client.faults import ACTIONS, TARGETS, parse_code
 CODE_FAMILIES: dict[str, tuple[int, ...]] = {"SEND": (10, 310, 320)}
 
 _CODES_DOC = ("request code: a number, a RequestCode name (exact: SEND_MESSAGE is 10 only, "
-              "SEND_MESSAGE_V2 310 only), or SEND for every producer send (SEND_MESSAGE 10, "
-              "SEND_MESSAGE_V2 310, SEND_BATCH_MESSAGE 320)")
+              "SEND_MESSAGE_V2 310 only), SEND for every producer send (SEND_MESSAGE 10, "
+              "SEND_MESSAGE_V2 310, SEND_BATCH_MESSAGE 320), or a gRPC MessagingService RPC name "
+              "(SendMessage, ReceiveMessage, AckMessage, ...: gRPC calls)")
 
 
 def parse_codes(values: Any) -> frozenset[int] | None:
@@ -36,6 +38,22 @@ def parse_codes(values: Any) -> frozenset[int] | None:
     return frozenset(out)
 
 
+def parse_selectors(values: Any) -> tuple[frozenset[int] | None, frozenset[str] | None]:
+    """(request codes, gRPC RPC names) from a comma-separated string or a list mixing numbers,
+    RequestCode names, family names and MessagingService RPC names; (None, None) means every
+    request. A list naming only RPCs has no codes (None), and the other way round."""
+    if values is None:
+        return None, None
+    if isinstance(values, str):
+        items: list[Any] = values.split(",")
+    else:
+        items = [values] if isinstance(values, int) else list(values)
+    rpcs = {rpc for item in items if (rpc := parse_rpc(str(item))) is not None}
+    others = [item for item in items if parse_rpc(str(item)) is None]
+    codes = parse_codes(others) if others or not rpcs else None
+    return codes, (frozenset(rpcs) if rpcs else None)
+
+
 def _schema_rule() -> dict:
     return {
         "type": "object",
@@ -44,13 +62,35 @@ def _schema_rule() -> dict:
             "action": {"type": "string", "enum": list(ACTIONS)},
             "codes": {"type": "array", "items": {"type": ["integer", "string"]},
                       "description": "request codes (numbers, RequestCode names, or SEND for "
-                                     "codes 10, 310 and 320); omit for all"},
-            "target": {"type": "string", "default": "broker",
-                       "description": f"one of {list(TARGETS)} or a broker's name"},
-            "delay": {"type": "number", "description": "seconds (action delay)"},
+                                     "codes 10, 310 and 320) and/or gRPC RPC names (SendMessage, "
+                                     "ReceiveMessage, ...); omit for all"},
+            "rpcs": {"type": "array", "items": {"type": "string"},
+                     "description": "gRPC MessagingService RPC names (SendMessage, AckMessage, "
+                                    "...), the same as naming them in codes"},
+            "target": {"type": "string",
+                       "description": f"one of {list(TARGETS)} or a broker's name; default grpc "
+                                      "for a rule naming only RPCs, else broker. A rule naming "
+                                      "no code and no RPC hits gRPC calls only with target grpc "
+                                      "or any"},
+            "delay": {"type": "number", "description": "seconds (action delay). gRPC: a unary "
+                      "call is processed and answered late; ReceiveMessage's responses are "
+                      "held; Telemetry starts late"},
             "error_code": {"type": ["integer", "string"], "default": "SYSTEM_BUSY",
-                           "description": "response code or ResponseCode name (action error)"},
-            "remark": {"type": "string"},
+                           "description": "response code or ResponseCode name (action error); "
+                                          "on a gRPC call mapped by the proxy's "
+                                          "ResponseBuilder.buildCode table (SYSTEM_BUSY: "
+                                          "TOO_MANY_REQUESTS, others: INTERNAL_SERVER_ERROR) "
+                                          "into the response's Status"},
+            "grpc_status": {"type": ["integer", "string"],
+                            "description": "gRPC calls, action error: end the call with this "
+                                           "gRPC status (UNAVAILABLE, 14, ...) instead of an OK "
+                                           "response carrying a Status"},
+            "status_code": {"type": ["integer", "string"],
+                            "description": "gRPC calls, action error: the apache.rocketmq.v2.Code "
+                                           "of the response's Status (TOO_MANY_REQUESTS, 50001, "
+                                           "...); overrides error_code"},
+            "remark": {"type": "string", "description": "the error's text (remark, gRPC "
+                                                        "status message or Status.message)"},
             "times": {"type": "integer", "minimum": 1, "description": "hits before the rule expires"},
         },
     }
@@ -110,10 +150,12 @@ OPENAPI: dict = {
         "/faults/{id}": {"delete": {**_op("Remove one fault rule"), "parameters": [
             {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}]}},
         "/requests": {
-            "get": _op("Recorded requests (code, header, peer, times, response code, latency)",
+            "get": _op("Recorded requests (code, header, peer, times, response code, latency); "
+                       "gRPC calls with target grpc, rpc (their RPC name, also in name), peer, "
+                       "client_id, x-mq-* metadata in ext_fields, grpc_status once ended",
                        params=[_q("code", "string", _CODES_DOC + "; several comma-separated "
                                   "match any of them (SEND_MESSAGE,SEND_MESSAGE_V2)"),
-                               _q("target", "string", "broker or namesrv"),
+                               _q("target", "string", "broker, namesrv, grpc or a broker's name"),
                                _q("since", "integer", "only records with seq > since")]),
             "delete": _op("Forget recorded requests"),
         },

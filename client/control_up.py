@@ -31,7 +31,7 @@ class Controls:
                  faults: FaultInjector | None = None) -> None:
         self.reactor = reactor
         self.clock = clock if isinstance(clock, ControllableClock) else ControllableClock(clock, reactor)
-        self.faults = faults if faults is not None else FaultInjector(reactor)
+        self.faults = faults if faults is not None else FaultInjector(reactor, clock=self.clock)
         self.listening: Any = None
 
     def build(self, spec: ClusterSpec) -> Cluster:

@@ -6,8 +6,8 @@ objects (the broker's and the name server's) through their interceptor and obser
 * every incoming request is recorded (:class:`RequestRecord`: target, code, name, ext fields,
   body size, peer, broker-clock time and wall time), and, once answered, the response code and
   latency;
-* rules (:class:`FaultRule`) match by target ("broker" = every broker, "namesrv", "any", or one
-  broker by its name) and request code and act:
+* rules (:class:`FaultRule`) match by target ("broker" = every broker, "namesrv", "grpc", "any",
+  or one broker by its name) and request code (RPC name for gRPC calls) and act:
 
   ``drop``           the request is swallowed: not processed, never answered (client times out);
   ``drop_response``  the request is processed (a message IS stored) but no answer is sent;
@@ -18,6 +18,29 @@ objects (the broker's and the name server's) through their interceptor and obser
 
   ``times`` limits how many requests a rule hits (None: every one); the first matching rule with
   hits left wins.
+
+gRPC calls (RocketMQ 5's MessagingService, target "grpc") are hooked on the
+:class:`rocketmq_emu.broker.grpc.server.GrpcServerFactory` (its interceptor and observer) and
+recorded with their RPC name (``rpc``/``name`` "SendMessage", ``code`` 0), peer and client id.
+Rules name RPCs (``rpcs``; a code list may mix RPC names and request codes); a rule naming only RPCs
+targets "grpc" unless told otherwise, and a rule naming neither codes nor RPCs hits gRPC calls only
+when its target is "grpc" or "any". The actions on a gRPC call:
+
+  ``drop``           never answered (the client's deadline ends it);
+  ``drop_response``  processed (the message IS stored, a received message IS invisible) and never
+                     answered; a Telemetry stream is dropped unprocessed;
+  ``delay``          a unary call (SendMessage, AckMessage, ...) is processed and answered
+                     ``delay`` seconds late; ReceiveMessage's responses are held and sent ``delay``
+                     seconds after the handler ended; Telemetry starts ``delay`` seconds late;
+  ``error``          answered at once without processing: with the gRPC status ``grpc_status``
+                     (UNAVAILABLE, 14, ...) if given, else OK with an ``apache.rocketmq.v2.Status``
+                     in the response: ``status_code`` (a v2 Code: TOO_MANY_REQUESTS, 50001, ...), or
+                     ``error_code`` mapped by the proxy's ``ResponseBuilder.buildCode`` table
+                     (SYSTEM_BUSY: TOO_MANY_REQUESTS, anything unknown: INTERNAL_SERVER_ERROR);
+  ``close``          the HTTP/2 connection is closed (every call on it ends).
+
+A gRPC call is also converted into the broker's remoting requests (the proxy in Local mode), which
+the broker's dispatcher records and faults as any remoting client's (target "broker").
 
 Connection-level faults (stop/restart the broker, unreachable/reachable) live on
 :class:`rocketmq_emu.broker.cluster.Cluster`, which owns the listening ports (the harness and
@@ -37,6 +60,7 @@ from typing import Any
 
 from twisted.internet import defer, task
 
+from rocketmq_emu.broker.grpc.call import DROP as GRPC_DROP
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode, request_name
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.broker.remoting.protocol import (
@@ -49,7 +73,47 @@ from rocketmq_emu.broker.remoting.protocol import (
 log = logging.getLogger(__name__)
 
 ACTIONS = ("drop", "drop_response", "delay", "error", "close")
-TARGETS = ("broker", "namesrv", "any")
+TARGETS = ("broker", "namesrv", "grpc", "any")
+
+
+def grpc_rpc_names() -> tuple[str, ...]:
+    """The RPC names of RocketMQ 5's MessagingService, in declaration order."""
+    from rocketmq_emu.broker.grpc import messages
+
+    return tuple(m.name for m in messages.service_methods())
+
+
+def parse_rpc(value: Any) -> str | None:
+    """The MessagingService RPC named ``value`` (case-insensitive: ``sendmessage`` is
+    ``SendMessage``), or None if it names none."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip().lower()
+    return next((name for name in grpc_rpc_names() if name.lower() == text), None)
+
+
+def parse_grpc_status(value: int | str) -> int:
+    """A gRPC status code from an int, a digit string or a name (UNAVAILABLE)."""
+    from rocketmq_emu.broker.grpc.wire import StatusCode
+
+    text = str(value).strip()
+    try:
+        return int(StatusCode(int(text))) if text.lstrip("-").isdigit() else int(StatusCode[text.upper()])
+    except (KeyError, ValueError):
+        raise ValueError(f"unknown gRPC status code {value!r}") from None
+
+
+def parse_status_code(value: int | str) -> int:
+    """An ``apache.rocketmq.v2.Code`` from an int, a digit string or a name (TOO_MANY_REQUESTS)."""
+    from rocketmq_emu.broker.grpc.status import Code
+
+    text = str(value).strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        return int(getattr(Code, text.upper()))
+    except AttributeError:
+        raise ValueError(f"unknown RocketMQ status code {value!r}") from None
 
 
 def parse_code(value: int | str) -> int:
@@ -87,7 +151,8 @@ def _code_name(code: int) -> str:
 
 @dataclass
 class FaultRule:
-    """One fault: which requests (``target``, ``codes``; None = all codes) and what to do."""
+    """One fault: which requests (``target``, ``codes``, ``rpcs``; both None = every request of
+    the target) and what to do."""
 
     id: int
     action: str
@@ -98,31 +163,51 @@ class FaultRule:
     remark: str | None = None
     times: int | None = None
     hits: int = 0
+    rpcs: frozenset[str] | None = None
+    grpc_status: int | None = None
+    status_code: int | None = None
+
+    def _has_hits(self) -> bool:
+        return self.times is None or self.hits < self.times
 
     def matches(self, target: str, code: int, name: str | None = None) -> bool:
-        """True if this rule applies to ``code`` arriving at ``target`` (the broker called
-        ``name``) and has hits left."""
-        if self.times is not None and self.hits >= self.times:
+        """True if this rule applies to remoting request ``code`` arriving at ``target`` (the
+        broker called ``name``) and has hits left."""
+        if not self._has_hits() or self.target not in ("any", target, name):
             return False
-        if self.target not in ("any", target, name):
+        if self.codes is None:
+            return self.rpcs is None
+        return code in self.codes
+
+    def matches_rpc(self, rpc: str) -> bool:
+        """True if this rule applies to a gRPC call of ``rpc`` and has hits left."""
+        if not self._has_hits() or self.target not in ("any", "grpc"):
             return False
-        return self.codes is None or code in self.codes
+        if self.rpcs is None:
+            return self.codes is None
+        return rpc in self.rpcs
 
     def to_json(self) -> dict:
-        """JSON-friendly form (codes sorted, with names)."""
+        """JSON-friendly form (codes and RPC names sorted, codes with names)."""
         d = asdict(self)
         d["codes"] = sorted(self.codes) if self.codes is not None else None
         d["code_names"] = [request_name(c) for c in d["codes"]] if self.codes is not None else None
+        d["rpcs"] = sorted(self.rpcs) if self.rpcs is not None else None
         return d
 
 
 @dataclass
 class RequestRecord:
-    """One recorded request (and its answer once sent)."""
+    """One recorded request (and its answer once sent).
+
+    A gRPC call's record has ``target``/``server`` "grpc", ``rpc`` and ``name`` its RPC name,
+    ``code`` 0, ``opaque`` its HTTP/2 stream id, ``ext_fields`` its ``x-mq-*`` metadata,
+    ``body_len`` the request's size, ``client_id``, and ``grpc_status`` (the status name it
+    ended with, e.g. "OK"; None while it runs)."""
 
     seq: int
     target: str
-    server: str  # "namesrv" or the broker's name
+    server: str  # "namesrv", "grpc" or the broker's name
     code: int
     name: str
     opaque: int
@@ -135,9 +220,24 @@ class RequestRecord:
     fault: str | None = None
     response_code: int | None = None
     latency_ms: float | None = None
+    rpc: str | None = None
+    client_id: str | None = None
+    grpc_status: str | None = None
+
+    def refresh(self) -> RequestRecord:
+        """Read the outcome of the gRPC call behind this record once it ended (no-op else)."""
+        call = self.__dict__.get("_call")
+        if call is not None and call.status is not None:
+            self.grpc_status = call.status[0].name
+            del self.__dict__["_call"]
+        elif call is not None and call.cancelled:
+            self.grpc_status = "CANCELLED"
+            del self.__dict__["_call"]
+        return self
 
     def to_json(self) -> dict:
         """JSON-friendly form."""
+        self.refresh()
         return asdict(self)
 
 
@@ -145,7 +245,7 @@ class RequestRecord:
 class _Attachment:
     target: str
     name: str
-    dispatcher: RequestDispatcher
+    dispatcher: Any  # a RequestDispatcher or a GrpcServerFactory
     interceptor: Any
     observer: Any
 
@@ -153,16 +253,19 @@ class _Attachment:
 class FaultInjector:
     """Rules plus a bounded request log for the dispatchers it is attached to.
 
-    ``reactor`` times delays in wall time (not the controllable clock). Methods must be called in
-    the reactor thread, except :meth:`records` and :meth:`rules` which only read.
+    ``reactor`` times delays in wall time (not the controllable clock); ``clock`` (default: the
+    reactor) stamps gRPC calls' records (a remoting record has its dispatcher's clock). Methods must
+    be called in the reactor thread, except :meth:`records` and :meth:`rules` which only read.
     """
 
-    def __init__(self, reactor: Any = None, max_records: int = 100_000) -> None:
+    def __init__(self, reactor: Any = None, max_records: int = 100_000, *,
+                 clock: Any = None) -> None:
         if reactor is None:
             from twisted.internet import reactor as default_reactor
 
             reactor = default_reactor
         self.reactor = reactor
+        self.clock = clock
         self._rules: list[FaultRule] = []
         self._ids = itertools.count(1)
         self._seq = itertools.count(1)
@@ -170,15 +273,19 @@ class FaultInjector:
         self._attached: list[_Attachment] = []
         self._lock = threading.Lock()
         self.recording = True
+        # gRPC calls told to the observer, waiting for the interceptor (same tick).
+        self._grpc_pending: dict[int, RequestRecord] = {}
 
     # --- attachment ---------------------------------------------------------------------------
-    def attach(self, target: str, dispatcher: RequestDispatcher, name: str | None = None) -> None:
-        """Hook into ``dispatcher`` as ``target`` ("broker" or "namesrv"); ``name`` is the
-        broker's name (rules may target one broker by its name)."""
+    def attach(self, target: str, dispatcher: Any, name: str | None = None) -> None:
+        """Hook into ``dispatcher`` as ``target``: "broker" or "namesrv" (a RequestDispatcher;
+        ``name`` is the broker's name, rules may target one broker by it) or "grpc" (a
+        GrpcServerFactory; detached by the name "grpc")."""
         if target == "grpc":
-            return  # gRPC calls are not faulted yet
+            self._attach_grpc(dispatcher, name or "grpc")
+            return
         if target not in ("broker", "namesrv"):
-            raise ValueError(f"target must be broker or namesrv, got {target!r}")
+            raise ValueError(f"target must be broker, namesrv or grpc, got {target!r}")
         server = name or target
 
         def interceptor(cmd: RemotingCommand, conn: Any) -> Any:
@@ -190,6 +297,17 @@ class FaultInjector:
         dispatcher.add_interceptor(interceptor)
         dispatcher.add_observer(observer)
         self._attached.append(_Attachment(target, server, dispatcher, interceptor, observer))
+
+    def _attach_grpc(self, factory: Any, server: str) -> None:
+        def interceptor(call: Any, request: Any) -> Any:
+            return self._intercept_grpc(factory, call, request)
+
+        def observer(event: Any) -> None:
+            self._observe_grpc(server, event)
+
+        factory.add_interceptor(interceptor)
+        factory.add_observer(observer)
+        self._attached.append(_Attachment("grpc", server, factory, interceptor, observer))
 
     def detach(self, name: str) -> None:
         """Remove the hooks of the server called ``name`` (a broker's name or "namesrv")."""
@@ -207,29 +325,62 @@ class FaultInjector:
 
     # --- rules --------------------------------------------------------------------------------
     def add_rule(self, action: str, codes: Iterable[int | str] | int | str | None = None, *,
-                 target: str = "broker", delay: float = 0.0,
+                 target: str | None = None, delay: float = 0.0,
                  error_code: int | str = ResponseCode.SYSTEM_BUSY, remark: str | None = None,
-                 times: int | None = None) -> FaultRule:
-        """Add a rule (see module docstring); returns it (its ``id`` removes it)."""
+                 times: int | None = None, rpcs: Iterable[str] | str | None = None,
+                 grpc_status: int | str | None = None,
+                 status_code: int | str | None = None) -> FaultRule:
+        """Add a rule (see module docstring); returns it (its ``id`` removes it).
+
+        ``codes`` are request codes or names and may include MessagingService RPC names
+        ("SendMessage"), which join ``rpcs``. ``target`` defaults to "grpc" for a rule naming only
+        RPCs, else "broker". ``grpc_status`` / ``status_code`` shape an error answer to a gRPC call.
+        """
         if action not in ACTIONS:
             raise ValueError(f"action must be one of {ACTIONS}, got {action!r}")
-        if not target or not isinstance(target, str):
+        if target is not None and (not target or not isinstance(target, str)):
             raise ValueError(f"target must be one of {TARGETS} or a broker name, got {target!r}")
-        if codes is None:
-            code_set = None
-        elif isinstance(codes, (int, str)):
-            code_set = frozenset({parse_code(codes)})
-        else:
-            code_set = frozenset(parse_code(c) for c in codes)
+        code_set, rpc_set = self._selectors(codes, rpcs)
+        if target is None:
+            target = "grpc" if rpc_set is not None and code_set is None else "broker"
+        if target == "grpc" and code_set is not None:
+            raise ValueError("gRPC calls are matched by RPC name (SendMessage, ...), "
+                             f"not request codes: {sorted(code_set)}")
+        if rpc_set is not None and target not in ("grpc", "any"):
+            raise ValueError(f"a rule naming RPCs targets grpc or any, not {target!r}")
         if action == "delay" and delay <= 0:
             raise ValueError("a delay rule needs delay > 0 seconds")
         if times is not None and times < 1:
             raise ValueError("times must be >= 1 (or None for every request)")
         rule = FaultRule(next(self._ids), action, code_set, target, float(delay),
-                         parse_response_code(error_code), remark, times)
+                         parse_response_code(error_code), remark, times, rpcs=rpc_set,
+                         grpc_status=parse_grpc_status(grpc_status) if grpc_status is not None else None,
+                         status_code=parse_status_code(status_code) if status_code is not None else None)
         with self._lock:
             self._rules.append(rule)
         return rule
+
+    @staticmethod
+    def _selectors(codes: Any, rpcs: Any) -> tuple[frozenset[int] | None, frozenset[str] | None]:
+        """(request codes, RPC names) from ``codes`` (which may hold RPC names) and ``rpcs``."""
+        code_set: set[int] | None = None
+        rpc_set: set[str] | None = None
+        if codes is not None:
+            items = [codes] if isinstance(codes, (int, str)) else list(codes)
+            named = {rpc for item in items if (rpc := parse_rpc(item)) is not None}
+            others = [item for item in items if parse_rpc(item) is None]
+            if named:
+                rpc_set = named
+            if others or not named:  # an empty list matches no request code
+                code_set = {parse_code(item) for item in others}
+        if rpcs is not None:
+            for item in [rpcs] if isinstance(rpcs, str) else list(rpcs):
+                rpc = parse_rpc(item)
+                if rpc is None:
+                    raise ValueError(f"unknown gRPC RPC {item!r} (one of {list(grpc_rpc_names())})")
+                rpc_set = (rpc_set or set()) | {rpc}
+        return (frozenset(code_set) if code_set is not None else None,
+                frozenset(rpc_set) if rpc_set is not None else None)
 
     def drop(self, codes: Any = None, **kw: Any) -> FaultRule:
         """Swallow matching requests (no processing, no answer)."""
@@ -274,18 +425,22 @@ class FaultInjector:
     # --- records ------------------------------------------------------------------------------
     def records(self, code: int | str | None = None, target: str | None = None,
                 since: int = 0) -> list[RequestRecord]:
-        """Recorded requests, optionally of one code / target ("broker", "namesrv" or a
-        broker's name), with ``seq > since``."""
-        want = parse_code(code) if code is not None else None
+        """Recorded requests, optionally of one code or RPC name ("SendMessage") / target
+        ("broker", "namesrv", "grpc" or a broker's name), with ``seq > since``."""
+        rpc = parse_rpc(code)
+        want = parse_code(code) if code is not None and rpc is None else None
         with self._lock:
             recs = list(self._records)
-        return [r for r in recs if r.seq > since and (want is None or r.code == want)
+        return [r.refresh() for r in recs if r.seq > since
+                and (want is None or (r.code == want and r.rpc is None))
+                and (rpc is None or r.rpc == rpc)
                 and (target is None or target in (r.target, r.server))]
 
     def clear_records(self) -> None:
         """Forget recorded requests."""
         with self._lock:
             self._records.clear()
+            self._grpc_pending.clear()
 
     def reset(self) -> None:
         """Remove rules and records."""
@@ -361,3 +516,149 @@ class FaultInjector:
             if isinstance(resp, RemotingCommand):
                 rec.response_code = resp.code
         return resp
+
+    # --- gRPC hooks ---------------------------------------------------------------------------
+    def _observe_grpc(self, server: str, event: Any) -> None:
+        if not self.recording:
+            return
+        metadata = {k: v for k, v in event.metadata.metadata
+                    if k.startswith("x-mq-") and isinstance(v, str)}
+        request = event.request
+        now = self.clock.seconds() if self.clock is not None else event.time
+        rec = RequestRecord(
+            next(self._seq), "grpc", server, 0, event.rpc, event.call.stream_id, False, metadata,
+            request.ByteSize() if request is not None and hasattr(request, "ByteSize") else 0,
+            f"{event.peer[0]}:{event.peer[1]}", now, time.time(), rpc=event.rpc,
+            client_id=metadata.get("x-mq-client-id"),
+        )
+        rec.__dict__["_call"] = event.call  # read by refresh() once the call ended
+        with self._lock:
+            self._records.append(rec)
+            self._grpc_pending[id(event.call)] = rec
+
+    def _match_rpc(self, rpc: str) -> FaultRule | None:
+        with self._lock:
+            for rule in self._rules:
+                if rule.matches_rpc(rpc):
+                    rule.hits += 1
+                    return rule
+        return None
+
+    def _intercept_grpc(self, factory: Any, call: Any, request: Any) -> Any:
+        with self._lock:
+            rec = self._grpc_pending.pop(id(call), None)
+        rule = self._match_rpc(call.method.name)
+        if rule is None:
+            return None
+        log.info("fault %s (rule %d) on gRPC %s from %s", rule.action, rule.id, call.method.name,
+                 call.connection.peer_addr)
+        if rec is not None:
+            rec.fault = rule.action
+        kind = call.method.kind
+        if rule.action == "drop":
+            return GRPC_DROP
+        if rule.action == "close":
+            call.connection.transport.loseConnection()
+            return GRPC_DROP
+        if rule.action == "error":
+            return self._grpc_error(rule, call)
+        if kind == "stream_stream" or kind == "stream_unary":
+            if rule.action == "drop_response":
+                return GRPC_DROP
+            return task.deferLater(self.reactor, rule.delay, lambda: None)
+        start = time.monotonic()
+        handler = factory.handlers[call.method.name]
+        if kind == "unary_unary":
+            d = defer.maybeDeferred(handler, request, call)
+            d.addCallback(_unary_answer)
+        else:  # unary_stream: the handler sends into a holder, replayed (or not) below
+            held = _HeldCall(call)
+            d = defer.maybeDeferred(handler, request, held).addCallback(lambda _: held)
+        if rule.action == "delay":
+            d.addCallback(lambda result: task.deferLater(self.reactor, rule.delay, lambda: result))
+
+        def answer(result: Any) -> Any:
+            if rec is not None:
+                rec.latency_ms = (time.monotonic() - start) * 1000
+            if rule.action == "drop_response":
+                return GRPC_DROP
+            if isinstance(result, _HeldCall):
+                result.replay()
+                return GRPC_DROP  # the call is finished already: the transport ignores this
+            return result
+
+        return d.addCallback(answer)
+
+    @staticmethod
+    def _grpc_error(rule: FaultRule, call: Any) -> Any:
+        from rocketmq_emu.broker.grpc.status import Code, build_status, remoting_code
+        from rocketmq_emu.broker.grpc.wire import GrpcError, StatusCode
+
+        if rule.grpc_status is not None:
+            code = StatusCode(rule.grpc_status)
+            return GrpcError(code, rule.remark or f"[rmq-emu fault] {code.name}")
+        status = rule.status_code if rule.status_code is not None else remoting_code(rule.error_code)
+        response = call.method.response()
+        if "status" not in response.DESCRIPTOR.fields_by_name:
+            return GrpcError(StatusCode.INTERNAL, rule.remark or f"[rmq-emu fault] {Code.name(status)}")
+        response.status.CopyFrom(build_status(status, rule.remark or f"[rmq-emu fault] {Code.name(status)}"))
+        return response
+
+
+def _unary_answer(response: Any) -> Any:
+    """A unary handler's answer for an interceptor to return (None would re-run the chain)."""
+    if response is None:
+        from rocketmq_emu.broker.grpc.wire import GrpcError, StatusCode
+
+        raise GrpcError(StatusCode.INTERNAL, "Completed without a response")
+    return response
+
+
+class _HeldCall:
+    """The ServerCall a fault rule hands a server-streaming handler: what the handler sends and
+    its finish are kept (:meth:`replay` writes them to the real call later); everything else is
+    the real call's."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+        self._sent: list[Any] = []
+        self._status: tuple[Any, str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._call, name)
+
+    @property
+    def finished(self) -> bool:
+        """The handler finished the call (as far as it can tell)."""
+        return self._status is not None or self._call.finished
+
+    @property
+    def active(self) -> bool:
+        """Neither finished by the handler nor ended on the real call."""
+        return self._status is None and self._call.active
+
+    def send(self, message: Any) -> bool:
+        """Keep ``message`` for :meth:`replay`."""
+        if not self.active:
+            return False
+        self._sent.append(message)
+        return True
+
+    def finish(self, code: Any = 0, message: str = "") -> bool:
+        """Keep the status for :meth:`replay`."""
+        if not self.active:
+            return False
+        self._status = (code, message)
+        return True
+
+    def abort(self, error: Exception) -> bool:
+        """Keep a GrpcError's status (UNKNOWN for another exception) for :meth:`replay`."""
+        return self.finish(getattr(error, "code", 2), getattr(error, "message", str(error)))
+
+    def replay(self) -> None:
+        """Send what the handler sent, then its status (OK if it set none)."""
+        call = self._call
+        for message in self._sent:
+            call.send(message)
+        code, message = self._status if self._status is not None else (0, "")
+        call.finish(code, message)
