@@ -9,12 +9,15 @@ import dataclasses
 import logging
 from typing import Any
 
+from twisted.internet import defer
+
 from rocketmq_emu.broker.grpc import messages
 from rocketmq_emu.broker.grpc.context import ProxyContext
 from rocketmq_emu.broker.grpc.convert import duration_ms, set_timestamp_ms, to_grpc_message
 from rocketmq_emu.broker.grpc.pop_result import FOUND, POLLING_FULL, read_pop_response
 from rocketmq_emu.broker.grpc.producer_activity import ack_header, decode_handle
 from rocketmq_emu.broker.grpc.proxy_state import ProxyState
+from rocketmq_emu.broker.grpc.receipt_handles import ReceiptHandleManager
 from rocketmq_emu.broker.grpc.settings import merge_subscription
 from rocketmq_emu.broker.grpc.status import (
     Code,
@@ -59,6 +62,9 @@ class ConsumerActivity:
 
     def __init__(self, state: ProxyState) -> None:
         self.state = state
+        #: Handles of messages received with ``auto_renew`` (push consumers), kept invisible.
+        self.handles = ReceiptHandleManager(state.clock, state.now_ms, self._renew,
+                                            self._online, self._release_delay)
 
     # --- ReceiveMessage ----------------------------------------------------------------------
     async def receive_message(self, ctx: ProxyContext, request: Any, call: Any) -> None:
@@ -157,7 +163,12 @@ class ConsumerActivity:
                 # TO_DLQ: the proxy forwards it to %DLQ%group and acknowledges it.
                 await self._to_dlq(ctx, handle, record, group, topic)
             else:
-                found.append(to_grpc_message(record, topic))
+                message = to_grpc_message(record, topic)
+                if request.auto_renew:
+                    self.handles.add(ctx.client_id, group, topic,
+                                     message.system_properties.message_id, handle,
+                                     record.reconsume_times)
+                found.append(message)
         if not found:
             return build_status(Code.MESSAGE_NOT_FOUND, "no match message"), []
         return ok_status(), found
@@ -192,18 +203,12 @@ class ConsumerActivity:
     def _nack(self, ctx: ProxyContext, request: Any, found: list[Any]) -> None:
         """``processThrowableWhenWriteMessage``: messages popped for a call that is gone become
         visible again after a second."""
+        group, topic = request.group.name, request.message_queue.topic.name
         for message in found:
-            handle = message.system_properties.receipt_handle
-            try:
-                parsed = decode_handle(handle)
-                header = change_header(parsed, handle, request.group.name,
-                                       request.message_queue.topic.name, NACK_INVISIBLE_TIME_MS)
-                cmd = self.state.request(ctx, RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header)
-                self.state.invoke(parsed.broker_name, cmd,
-                                  self.state.channel(ctx, parsed.broker_name)).addErrback(
-                    lambda f: log.warning("nack failed: %s", f.getErrorMessage()))
-            except Exception:
-                log.exception("nack of %s failed", handle)
+            sp = message.system_properties
+            handle = self.latest_handle(ctx, group, sp.message_id, sp.receipt_handle)
+            defer.ensureDeferred(self.change(ctx, handle, group, topic, NACK_INVISIBLE_TIME_MS)) \
+                .addErrback(lambda f: log.warning("nack failed: %s", f.getErrorMessage()))
 
     # --- AckMessage ----------------------------------------------------------------------------
     async def ack_message(self, ctx: ProxyContext, request: Any) -> Any:
@@ -218,9 +223,9 @@ class ConsumerActivity:
             result.message_id = entry.message_id
             result.receipt_handle = entry.receipt_handle
             try:
-                handle = self._valid_handle(entry.receipt_handle)
-                answer = await self._ack(ctx, handle.broker_name, entry.receipt_handle, group,
-                                         topic)
+                handle_string = self.latest_handle(ctx, group, entry.message_id, entry.receipt_handle)
+                handle = self._valid_handle(handle_string)
+                answer = await self._ack(ctx, handle.broker_name, handle_string, group, topic)
                 if answer is not None and answer.code == ResponseCode.SUCCESS:
                     result.status.CopyFrom(ok_status())
                 else:
@@ -246,30 +251,65 @@ class ConsumerActivity:
         validate_consumer_group(request.group.name)
         invisible = duration_ms(request.invisible_duration)
         validate_invisible_time(invisible)
-        handle_string = request.receipt_handle
-        handle = self._valid_handle(handle_string)
-        header = change_header(handle, handle_string, request.group.name, request.topic.name,
-                               invisible)
-        cmd = self.state.request(ctx, RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header)
-        answer = await self.state.invoke(handle.broker_name, cmd,
-                                         self.state.channel(ctx, handle.broker_name))
+        group, topic = request.group.name, request.topic.name
+        handle_string = self.latest_handle(ctx, group, request.message_id, request.receipt_handle)
+        self._valid_handle(handle_string)
+        renewed = await self.change(ctx, handle_string, group, topic, invisible)
         response = messages.message_class("ChangeInvisibleDurationResponse")()
-        if answer is not None and answer.code == ResponseCode.SUCCESS:
-            ext = answer.ext_fields
-            # LocalMessageService.changeInvisibleTime: the new handle is the old one with the
-            # new pop time, invisible time and revive queue. Java's builder leaves the
-            # commit-log offset field 0 there (a later forward to the DLQ then names offset 0);
-            # the emulator keeps the message's real offset.
-            renewed = dataclasses.replace(
-                handle, retrieve_time=int(ext.get("popTime", handle.retrieve_time)),
-                invisible_time=int(ext.get("invisibleTime", invisible)),
-                revive_queue_id=int(ext.get("reviveQid", handle.revive_queue_id)))
+        if renewed is not None:
             response.status.CopyFrom(ok_status())
-            response.receipt_handle = create_handle(renewed.encode(), handle.commit_log_offset)
+            response.receipt_handle = renewed
         else:
             response.status.CopyFrom(build_status(
                 Code.INTERNAL_SERVER_ERROR, "changeInvisibleDuration failed: status is abnormal"))
         return response
+
+    async def change(self, ctx: ProxyContext, handle_string: str, group: str, topic: str,
+                     invisible: int) -> str | None:
+        """CHANGE_MESSAGE_INVISIBLETIME for a receipt handle: the new handle (the client's
+        receipt handle from now on), or None if the broker refused."""
+        handle = decode_handle(handle_string)
+        header = change_header(handle, handle_string, group, topic, invisible)
+        cmd = self.state.request(ctx, RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header)
+        answer = await self.state.invoke(handle.broker_name, cmd,
+                                         self.state.channel(ctx, handle.broker_name))
+        if answer is None or answer.code != ResponseCode.SUCCESS:
+            return None
+        ext = answer.ext_fields
+        # LocalMessageService.changeInvisibleTime: the new handle is the old one with the new
+        # pop time, invisible time and revive queue. Java's builder leaves the commit-log offset
+        # field 0 there (a later forward to the DLQ then names offset 0); the emulator keeps the
+        # message's real offset.
+        renewed = dataclasses.replace(
+            handle, retrieve_time=int(ext.get("popTime", handle.retrieve_time)),
+            invisible_time=int(ext.get("invisibleTime", invisible)),
+            revive_queue_id=int(ext.get("reviveQid", handle.revive_queue_id)))
+        return create_handle(renewed.encode(), handle.commit_log_offset)
+
+    def latest_handle(self, ctx: ProxyContext, group: str, msg_id: str, handle: str) -> str:
+        """``removeReceiptHandle``: a renewed message's latest handle (renewal ends here)."""
+        tracked = self.handles.remove(ctx.client_id, group, msg_id, handle)
+        return tracked.current if tracked is not None else handle
+
+    # --- renewal (ReceiptHandleManager's callbacks) --------------------------------------------
+    async def _renew(self, group: str, topic: str, handle: str, invisible: int) -> str | None:
+        ctx = ProxyContext("", "JAVA", "", "", "127.0.0.1:0", None, "RenewMessage")
+        return await self.change(ctx, handle, group, topic, invisible)
+
+    def _online(self, client_id: str, group: str) -> bool:
+        """``clientIsOffline``'s negation: the client is still a consumer of the group."""
+        for broker in self.state.brokers().values():
+            info = broker.ctx.consumer_manager.get_consumer_group_info(group)
+            if info is not None and info.find_channel(client_id) is not None:
+                return True
+        return False
+
+    def _release_delay(self, group: str, reconsume_times: int) -> int:
+        """The group's retry back-off for a message whose renewal ran out."""
+        config = self.state.group_config(group)
+        if config is not None and hasattr(config, "group_retry_policy"):
+            return int(config.group_retry_policy.retry_policy().next_delay_ms(reconsume_times))
+        return 10_000
 
 
 def change_header(handle: Any, handle_string: str, group: str, topic: str,

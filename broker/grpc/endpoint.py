@@ -38,11 +38,13 @@ class GrpcEndpoint:
             return
         self._listening = self.reactor.listenTCP(self.port, self.factory, interface=self.host)
         self.port = self._listening.getHost().port
+        self.service.start()
         log.info("gRPC MessagingService listening on %s", self.address)
 
     def stop(self) -> defer.Deferred:
         """Answer the calls in flight, close the connections and stop listening."""
         listening, self._listening = self._listening, None
+        self.service.stop()
         waits = [defer.maybeDeferred(self.factory.close_all)]
         if listening is not None:
             waits.append(defer.maybeDeferred(listening.stopListening))

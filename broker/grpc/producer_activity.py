@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from rocketmq_emu.broker.grpc import messages
@@ -57,8 +58,11 @@ def decode_handle(handle: str) -> ReceiptHandle:
 class ProducerActivity:
     """The producer RPCs over a :class:`ProxyState`."""
 
-    def __init__(self, state: ProxyState) -> None:
+    def __init__(self, state: ProxyState,
+                 latest_handle: Callable[[ProxyContext, str, str, str], str] | None = None) -> None:
         self.state = state
+        #: ``removeReceiptHandle``: the latest handle of a message under automatic renewal.
+        self.latest_handle = latest_handle or (lambda ctx, group, msg_id, handle: handle)
 
     async def send_message(self, ctx: ProxyContext, request: Any) -> Any:
         """``SendMessageActivity.sendMessage`` → SEND_MESSAGE (10) to the chosen queue's broker."""
@@ -175,8 +179,10 @@ class ProducerActivity:
         maxReconsumeTimes 0 (straight to ``%DLQ%group``), then an ack of the message."""
         validate_topic(request.topic.name)
         validate_consumer_group(request.group.name)
-        handle = decode_handle(request.receipt_handle)
         group, topic = request.group.name, request.topic.name
+        handle_string = self.latest_handle(ctx, group, request.message_id,
+                                           request.receipt_handle)
+        handle = decode_handle(handle_string)
         if handle.commit_log_offset < 0:
             raise ProxyError(Code.INVALID_RECEIPT_HANDLE, "commit log offset is empty")
         header = {
@@ -190,16 +196,15 @@ class ProducerActivity:
         channel = self.state.channel(ctx, handle.broker_name)
         cmd = self.state.request(ctx, RequestCode.CONSUMER_SEND_MSG_BACK, header)
         answer = await self.state.invoke(handle.broker_name, cmd, channel)
-        response = messages.message_class("ForwardMessageToDeadLetterQueueResponse")()
-        if answer is not None and answer.code == ResponseCode.SUCCESS:
-            ack = self.state.request(ctx, RequestCode.ACK_MESSAGE, ack_header(handle, request.receipt_handle,
-                                                                       group, topic))
+        code = answer.code if answer is not None else ResponseCode.SYSTEM_ERROR
+        remark = answer.remark if answer is not None else None
+        if code == ResponseCode.SUCCESS:
+            ack = self.state.request(ctx, RequestCode.ACK_MESSAGE,
+                                     ack_header(handle, handle_string, group, topic))
             await self.state.invoke(handle.broker_name, ack, channel)
-            response.status.CopyFrom(ok_status())
-        else:
-            code = answer.code if answer is not None else ResponseCode.SYSTEM_ERROR
-            remark = answer.remark if answer is not None else None
-            response.status.CopyFrom(build_status(remoting_code(code), remark or str(code)))
+        response = messages.message_class("ForwardMessageToDeadLetterQueueResponse")()
+        # ResponseBuilder.buildStatus(int, String): the remark, else the code as text.
+        response.status.CopyFrom(build_status(remoting_code(code), remark or str(code)))
         return response
 
 

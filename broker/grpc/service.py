@@ -49,8 +49,16 @@ class MessagingService:
                  clock: Any) -> None:
         self.state = ProxyState(brokers, grpc_port, clock)
         self.client = ClientActivity(self.state)
-        self.producer = ProducerActivity(self.state)
         self.consumer = ConsumerActivity(self.state)
+        self.producer = ProducerActivity(self.state, self.consumer.latest_handle)
+
+    def start(self) -> None:
+        """Start the periodic work (renewal of held messages' invisible time)."""
+        self.consumer.handles.start()
+
+    def stop(self) -> None:
+        """Stop the periodic work."""
+        self.consumer.handles.stop()
 
     def handlers(self) -> dict[str, Any]:
         """RPC name → handler."""
