@@ -6,6 +6,14 @@ unquoted int keys). Min/max offsets come from the consume queues: max offset = l
 unit's queue offset + 1, as ``ConsumeQueue.getMaxOffsetInQueue``. For each topic a group has
 committed on, every queue of the topic is listed; lag = maxOffset - committedOffset (a queue
 without a commit counts from minOffset), as ``consumerProgress`` reports "diff".
+
+RocketMQ 5 POP groups are groups like any other here: the broker advances their offsets in
+consumerOffset.json at pop time, on the topic and on the POP retry topic ``%RETRY%<group>_<topic>``.
+``retryOf`` names the original topic of such a retry topic (null for other topics; the rule is
+:mod:`rocketmq_emu.reports.jobs.pop`'s). The revive group's offsets on the revive topics
+(``CID_RMQ_SYS_REVIVE_GROUP`` on ``rmq_sys_REVIVE_LOG_<cluster>``: how far the broker has
+processed its POP check points) are system progress, not a consumer's: they are left out of the
+lag tables and listed in ``revive_offsets``.
 """
 
 from __future__ import annotations
@@ -17,12 +25,15 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.pop.names import is_revive_topic
 from rocketmq_emu.reports import charts
 from rocketmq_emu.reports.jobs.common import consume_queues, to_pandas
+from rocketmq_emu.reports.jobs.pop import pop_retry_of
 from rocketmq_emu.reports.report import Chart, Progress, Report
 
 NAME = "consumers"
 STAGES = 4
+REVIVE_COLUMNS = ["topic", "queueId", "reviveOffset", "maxOffset"]
 OFFSET_FILE = os.path.join("config", "consumerOffset.json")
 
 
@@ -58,6 +69,14 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
             )
         )
     with progress.stage("lag per group and queue"):
+        revive_rows = offsets["topic"].map(is_revive_topic).astype(bool)
+        revive = (
+            offsets[revive_rows].rename(columns={"committedOffset": "reviveOffset"})
+            .merge(queues[["topic", "queueId", "maxOffset"]], on=["topic", "queueId"], how="left")
+        )
+        revive["maxOffset"] = revive["maxOffset"].fillna(0).astype("int64")
+        revive = revive[REVIVE_COLUMNS].sort_values(["topic", "queueId"]).reset_index(drop=True)
+        offsets = offsets[~revive_rows]
         pairs = offsets[["group", "topic"]].drop_duplicates()
         listed = pd.concat(
             [pairs.merge(queues[["topic", "queueId"]], on="topic"),
@@ -73,6 +92,11 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
         by_queue["lag"] = (by_queue["maxOffset"] - committed.fillna(by_queue["minOffset"])).astype(
             "int64"
         )
+        by_queue["retryOf"] = pd.Series(
+            [pop_retry_of(t, g)
+             for t, g in zip(by_queue["topic"], by_queue["group"], strict=True)],
+            index=by_queue.index, dtype="string",
+        )
         by_queue = by_queue.drop(columns=["units"]).sort_values(
             ["group", "topic", "queueId"]
         ).reset_index(drop=True)
@@ -84,7 +108,8 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
         )
         by_topic = (
             by_queue.groupby(["group", "topic"], as_index=False)
-            .agg(queues=("queueId", "size"), committed=("committedOffset", "sum"),
+            .agg(retryOf=("retryOf", "first"), queues=("queueId", "size"),
+                 committed=("committedOffset", "sum"),
                  maxOffset=("maxOffset", "sum"), lag=("lag", "sum"))
             .sort_values(["group", "topic"]).reset_index(drop=True)
         )
@@ -95,6 +120,7 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
             "lag_by_group_topic": by_topic,
             "lag_by_queue": by_queue,
             "queues": queues,
+            "revive_offsets": revive,
         }
         labelled = by_topic.assign(groupTopic=by_topic["group"] + " / " + by_topic["topic"])
         report.charts = [

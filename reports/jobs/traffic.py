@@ -1,7 +1,11 @@
 """traffic: messages and bytes per topic per minute and hour, top producers, size distribution.
 
 Every stored record counts (system topics included: a delayed message is stored twice, once in
-SCHEDULE_TOPIC_XXXX and once re-put in its real topic). Bytes are TOTALSIZE (what the record
+SCHEDULE_TOPIC_XXXX and once re-put in its real topic), except RocketMQ 5 POP's bookkeeping: the
+check point and ack records of the revive topics (``rmq_sys_REVIVE_LOG_<cluster>``) are not user
+messages, so they are left out of every table and counted apart in ``pop_revive_log`` (per
+revive topic). The copies POP revives into ``%RETRY%<group>_<topic>`` are stored messages and
+count, as 4.x retries do. Bytes are TOTALSIZE (what the record
 occupies in the commitlog); the size distribution is over BODYLENGTH, in power-of-two buckets.
 A producer is the born host's IP address.
 """
@@ -12,7 +16,9 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from rocketmq_emu.broker.pop.names import is_revive_topic
 from rocketmq_emu.reports import charts
+from rocketmq_emu.reports.jobs import pop
 from rocketmq_emu.reports.jobs.common import commitlog, error_notes, split_errors, to_pandas
 from rocketmq_emu.reports.report import Chart, Progress, Report
 
@@ -38,6 +44,7 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
         df = commitlog(spark, store, COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)
         good, bad = split_errors(df)
         errors = to_pandas(bad)
+        user = good.where(~pop.is_revive())
     with progress.stage("messages and bytes per topic"):
         per_topic = to_pandas(
             good.groupBy("topic")
@@ -50,13 +57,18 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
             )
             .orderBy(F.desc("messages"), "topic")
         )
+        revive_rows = per_topic["topic"].map(is_revive_topic).astype(bool)
+        revive = (per_topic[revive_rows].drop(columns=["bodyBytes"])
+                  .rename(columns={"messages": "records"}).sort_values("topic")
+                  .reset_index(drop=True))
+        per_topic = per_topic[~revive_rows].reset_index(drop=True)
     with progress.stage("per topic per minute and per hour"):
-        per_minute = to_pandas(_per_period(good, "minute"))
-        per_hour = to_pandas(_per_period(good, "hour"))
+        per_minute = to_pandas(_per_period(user, "minute"))
+        per_hour = to_pandas(_per_period(user, "hour"))
     with progress.stage("top producers (born host)"):
         ip = F.regexp_replace(F.regexp_extract("bornHost", r"^(.*):\d+$", 1), r"[\[\]]", "")
         producers = to_pandas(
-            good.withColumn("producer", ip)
+            user.withColumn("producer", ip)
             .groupBy("producer")
             .agg(
                 F.count("*").alias("messages"),
@@ -71,7 +83,7 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
             F.pow(F.lit(2), F.ceil(F.log2(F.col("bodyLength")))).cast("long")
         )
         sizes = to_pandas(
-            good.groupBy(bucket.alias("bodyBytesUpTo"))
+            user.groupBy(bucket.alias("bodyBytesUpTo"))
             .agg(F.count("*").alias("messages"))
             .orderBy("bodyBytesUpTo")
         )
@@ -83,6 +95,7 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
             "per_topic_hour": per_hour,
             "top_producers": producers,
             "size_distribution": sizes,
+            "pop_revive_log": revive,
         }
         top = list(per_topic["topic"].head(8))
         report.charts = [
@@ -102,5 +115,9 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
             f"{total} messages, {total_bytes} bytes in {len(per_topic)} topics",
             f"{len(producers)} producers (born host IP) shown",
         ]
+        if not revive.empty:
+            report.summary.append(
+                f"not counted: {int(revive['records'].sum())} POP check point/ack records "
+                f"({int(revive['bytes'].sum())} bytes) in {', '.join(revive['topic'])}")
         report.notes = error_notes(errors)
     return report

@@ -14,6 +14,9 @@ The store content is fixed by hand so the report tests can compare against hand 
   1500 ms and 2500 ms late) and then sent it to %DLQ%G1; group G2 retried TopicB message Q once
   (level 3, re-put 100 ms late into %RETRY%G2).
 * consumerOffset.json: TopicA@G1 {0:1,1:3,2:3,3:0}, TopicB@G2 {0:2}, %RETRY%G1@G1 {0:1}.
+
+A second store, ``pop_store``, is written by a broker serving RocketMQ 5 POP: see
+``storegen.build_pop_store``.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from rocketmq_emu.broker.message import (
 )
 
 sys.path.insert(0, os.path.dirname(__file__))
-from storegen import T0, BrokerStore, S  # noqa: E402
+from storegen import T0, BrokerStore, S, build_pop_store  # noqa: E402
 
 STORE_HOST = ("192.168.0.10", 10911)
 FILE_SIZE = 2048
@@ -144,3 +147,11 @@ def build_store(root: str) -> BrokerStore:
 def store(tmp_path_factory) -> BrokerStore:
     """The shared store (read-only for tests: copy it before damaging it)."""
     return build_store(str(tmp_path_factory.mktemp("store")))
+
+
+@pytest.fixture(scope="session")
+def pop_store(tmp_path_factory) -> str:
+    """The root of the POP store (``storegen.build_pop_store``), read-only for tests."""
+    root = str(tmp_path_factory.mktemp("pop-store"))
+    build_pop_store(root)
+    return root

@@ -163,3 +163,129 @@ def test_consumer_offsets_accept_fastjson_unquoted_keys(tmp_path):
     )
     rows = read_offsets(str(tmp_path)).values.tolist()
     assert rows == [["G1", "TopicA", 0, 5], ["G1", "TopicA", 1, 7], ["G1", "%RETRY%G1", 0, 2]]
+
+
+# --- RocketMQ 5 POP (the pop_store fixture: storegen.build_pop_store) -----------------------------
+REVIVE = "rmq_sys_REVIVE_LOG_DefaultCluster"
+POP_RETRY = "%RETRY%pop_g_TopicP"
+
+
+@pytest.fixture(scope="module")
+def pop_traffic(spark, pop_store):
+    from rocketmq_emu.reports.jobs import traffic
+
+    return traffic.run(spark, pop_store, _quiet("traffic"))
+
+
+@pytest.fixture(scope="module")
+def pop_consumers(spark, pop_store):
+    from rocketmq_emu.reports.jobs import consumers
+
+    return consumers.run(spark, pop_store, _quiet("consumers"))
+
+
+@pytest.fixture(scope="module")
+def pop_retries(spark, pop_store):
+    from rocketmq_emu.reports.jobs import retries
+
+    return retries.run(spark, pop_store, _quiet("retries"))
+
+
+def test_traffic_counts_pop_topics_without_the_revive_log(pop_traffic):
+    """TopicP 6, its POP retry topic 3, the DLQ 1; the revive topic is no user topic."""
+    per_topic = pop_traffic.tables["per_topic"].set_index("topic")
+    assert per_topic["messages"].to_dict() == {"TopicP": 6, POP_RETRY: 3, "%DLQ%pop_g": 1}
+
+
+def test_traffic_counts_revive_records_apart(pop_traffic):
+    """The 4 ck + 8 ack + 2 bAck records are counted in pop_revive_log and the summary only."""
+    revive = pop_traffic.tables["pop_revive_log"]
+    assert revive[["topic", "records"]].values.tolist() == [[REVIVE, 14]]
+    assert any(line.startswith("not counted: 14 POP check point/ack records")
+               for line in pop_traffic.summary)
+
+
+def test_traffic_producers_leave_out_revive_records(pop_traffic):
+    """The broker's host is the producer of the 3 revived copies and the dead letter, not of
+    the revive records; the client sent TopicP's 6."""
+    prod = pop_traffic.tables["top_producers"].set_index("producer")["messages"].to_dict()
+    assert prod == {"10.0.0.9": 6, "192.168.0.11": 4}
+
+
+def test_consumers_lag_of_pop_groups(pop_consumers):
+    """Both POP groups committed 4 of TopicP queue 0's 6; pop_g's retry topic is read to its end."""
+    q = pop_consumers.tables["lag_by_queue"].set_index(["group", "topic", "queueId"])
+    assert q.loc[("pop_g", "TopicP", 0), ["committedOffset", "maxOffset", "lag"]].tolist() == [
+        4, 6, 2]
+    assert q.loc[("GQ", "TopicP", 0), "lag"] == 2
+    assert q.loc[("pop_g", POP_RETRY, 0), ["committedOffset", "maxOffset", "lag"]].tolist() == [
+        3, 3, 0]
+    g = pop_consumers.tables["lag_by_group"].set_index("group")["lag"].to_dict()
+    assert g == {"pop_g": 2, "GQ": 2}
+
+
+def test_consumers_name_the_topic_a_pop_retry_topic_is_for(pop_consumers):
+    """retryOf is TopicP on %RETRY%pop_g_TopicP and null on TopicP itself."""
+    t = pop_consumers.tables["lag_by_group_topic"].set_index(["group", "topic"])["retryOf"]
+    assert t[("pop_g", POP_RETRY)] == "TopicP"
+    assert pd.isna(t[("pop_g", "TopicP")]) and pd.isna(t[("GQ", "TopicP")])
+
+
+def test_consumers_list_revive_offsets_apart(pop_consumers):
+    """The revive group's offsets go to revive_offsets with each revive queue's max offset."""
+    revive = pop_consumers.tables["revive_offsets"]
+    assert revive.values.tolist() == [[REVIVE, 0, 3, 4], [REVIVE, 1, 4, 5], [REVIVE, 2, 2, 3],
+                                      [REVIVE, 3, 1, 2]]
+    assert not pop_consumers.tables["lag_by_queue"]["topic"].str.startswith("rmq_sys_").any()
+
+
+def test_retries_attribute_pop_retry_topic_to_group_and_topic(pop_retries):
+    """%RETRY%pop_g_TopicP's 3 copies (P2 once, P3 twice) are pop_g's retries of TopicP."""
+    t = pop_retries.tables["retries_by_group_topic"].set_index(["group", "originalTopic"])
+    cols = ["retries", "retriedMessages", "maxReconsumeTimes", "scheduledRetries", "dlq",
+            "popRetries"]
+    assert t.loc[("pop_g", "TopicP"), cols].tolist() == [3, 2, 2, 0, 1, 3]
+    assert set(t.index) == {("pop_g", "TopicP"), ("GQ", "TopicP")}
+
+
+def test_retries_count_pop_checkpoints_and_acks_per_group(pop_retries):
+    """pop_g: 3 ck, 4 ack, 2 bAck (retry-topic ones under TopicP); GQ: 1 ck, 4 ack, no retry."""
+    t = pop_retries.tables["retries_by_group_topic"].set_index(["group", "originalTopic"])
+    cols = ["popCheckpoints", "popAcks", "popBatchAcks", "retries"]
+    assert t.loc[("pop_g", "TopicP"), cols].tolist() == [3, 4, 2, 3]
+    assert t.loc[("GQ", "TopicP"), cols].tolist() == [1, 4, 0, 0]
+    assert "2 POP groups (3 of the retries in POP retry topics)" in pop_retries.summary
+
+
+def test_retries_dead_letter_of_pop_retry_names_original_topic(pop_retries):
+    """P3 forwarded from %RETRY%pop_g_TopicP to %DLQ%pop_g is a dead letter of TopicP."""
+    dlq = pop_retries.tables["dlq_messages"]
+    assert dlq[["group", "originalTopic", "uniqKey", "reconsumeTimes"]].values.tolist() == [
+        ["pop_g", "TopicP", f"P{3:031d}", 3]
+    ]
+
+
+def test_pop_retry_topic_v1_needs_its_group():
+    """%RETRY%pop_g_TopicP is attributed once a (topic, group) pair names pop_g, never alone."""
+    from rocketmq_emu.reports.jobs.pop import PopRetryTopics
+
+    assert PopRetryTopics().owner(POP_RETRY) is None
+    assert PopRetryTopics().add_pairs([("TopicP", "pop_g")]).owner(POP_RETRY) == (
+        "pop_g", "TopicP")
+    assert PopRetryTopics().add_pairs([(POP_RETRY, "pop_g")]).owner(POP_RETRY) == (
+        "pop_g", "TopicP")
+
+
+def test_pop_retry_topic_v2_splits_by_itself():
+    """%RETRY%g+T (enableRetryTopicV2) is group g's retry of T without any pair."""
+    from rocketmq_emu.reports.jobs.pop import PopRetryTopics
+
+    assert PopRetryTopics().owner("%RETRY%my_g+TopicX") == ("my_g", "TopicX")
+
+
+def test_4x_retry_topic_is_not_a_pop_one():
+    """%RETRY%G1 with an offset of G1 on it stays a 4.x retry topic."""
+    from rocketmq_emu.reports.jobs.pop import PopRetryTopics
+
+    topics = PopRetryTopics().add_pairs([("%RETRY%G1", "G1"), ("TopicA", "G1")])
+    assert topics.owner("%RETRY%G1") is None
