@@ -229,6 +229,7 @@ class ControlResource(resource.Resource):
     def health(self, request: Any, body: Any) -> dict:
         c = self.cluster
         return {"namesrv": c.namesrv_addr, "broker": c.broker_addr, "broker_running": c.broker is not None,
+                "grpc": getattr(c, "grpc_endpoint", None),
                 "brokers": [{"name": s.name, "addr": f"{c.host}:{s.port}", "running": s.running,
                              "store": str(s.store_dir)} for s in c.slots],
                 "store": str(c.store_dir), "clock": self.clock_state(request, body)}

@@ -133,7 +133,8 @@ OPENAPI: dict = {
                 "description": "JSON {name, openapi, paths}; an HTML page with the link when "
                                "the Accept header asks for text/html (a browser)",
                 "content": {"application/json": {}, "text/html": {}}}}}},
-        "/health": {"get": _op("Addresses, store path and clock of the cluster")},
+        "/health": {"get": _op("Addresses (name server, brokers, grpc: the gRPC "
+                               "MessagingService endpoint or null), store path and clock")},
         "/clock": {"get": _op("Current broker clock (ms), mode and offset from wall time")},
         "/clock/advance": {"post": _op(
             "Move the broker clock forward and fire everything due (delay levels, timers)",

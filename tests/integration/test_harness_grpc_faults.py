@@ -120,6 +120,21 @@ def test_drop_response_on_receive_loses_the_messages_until_the_invisible_time(cl
     assert msg.body == b"lost once" and msg.system_properties.delivery_attempt == 2
 
 
+def test_delay_rule_holds_receive_responses(cluster, client, topic):
+    """delay 1 s on ReceiveMessage: the message arrives, at least a second late."""
+    client.send(topic, b"late")
+    add_rule(cluster, {"action": "delay", "codes": ["ReceiveMessage"], "delay": 1.0})
+    start = time.monotonic()
+    [msg] = received(client.receive(topic, unique("G")))
+    assert msg.body == b"late" and time.monotonic() - start >= 1.0
+
+
+def test_health_names_the_grpc_endpoint(cluster):
+    """GET /health answers the gRPC endpoint."""
+    _, health = call(cluster, "GET", "/health")
+    assert health["grpc"] == cluster.grpc_endpoint
+
+
 def test_close_rule_closes_the_connection(cluster, client, topic):
     """close: the HTTP/2 connection is closed; the call fails UNAVAILABLE."""
     add_rule(cluster, {"action": "close", "codes": ["SendMessage"], "times": 1})
