@@ -245,7 +245,7 @@ class PopReviveService:
             live = self._find(ack, offset, deliver_ms)
             if live is None or not live.ck.ack(offset):
                 continue
-            if not live.ck.unacked_offsets():
+            if not live.ck.unacked_count():
                 self._untrack(live)
 
     def _schedule(self, live: LiveCheckPoint, extra_ms: int = 0) -> None:

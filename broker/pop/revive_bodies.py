@@ -35,58 +35,25 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from rocketmq_emu.broker import jsonutil
 from rocketmq_emu.broker.pop import names
+from rocketmq_emu.broker.pop.java_bits import (
+    acked_indexes,
+    get_bit,
+    java_byte,
+    java_int,
+    java_long,
+    set_bit,
+    unacked_count,
+    unacked_indexes,
+)
 
-
-# --- Java integer widths -----------------------------------------------------------------------
-def _wrap(value: int, bits: int) -> int:
-    """Two's-complement narrowing, as Java's casts do."""
-    mask = (1 << bits) - 1
-    value &= mask
-    return value - (1 << bits) if value >> (bits - 1) else value
-
-
-def java_byte(value: int) -> int:
-    """``(byte) value``."""
-    return _wrap(int(value), 8)
-
-
-def java_int(value: int) -> int:
-    """``(int) value``."""
-    return _wrap(int(value), 32)
-
-
-def java_long(value: int) -> int:
-    """``(long) value`` (and long overflow)."""
-    return _wrap(int(value), 64)
-
-
-# --- DataConverter bitmap ----------------------------------------------------------------------
-def set_bit(value: int, index: int, flag: bool = True) -> int:
-    """``DataConverter.setBit``: bit ``index`` of an int set or cleared, computed on a long
-    (``1L << index``, the shift taken mod 64) and cast back to int, so indexes 32..63 change
-    nothing. The result is a signed 32-bit value (bit 31 makes it negative)."""
-    bit = 1 << (index & 63)
-    value = java_long(java_int(value))
-    return java_int(value | bit if flag else value & ~bit)
-
-
-def get_bit(value: int, index: int) -> bool:
-    """``DataConverter.getBit``: the int widened to a long (sign-extended) tested against
-    ``1L << index``; so a negative bitmap also answers true for indexes 32..63."""
-    return (java_int(value) & java_long(1 << (index & 63))) != 0
-
-
-def acked_indexes(bit_map: int, num: int) -> list[int]:
-    """The indexes ``0 <= j < num`` whose bit is set (``PopReviveService.reviveMsgFromCk`` skips
-    them)."""
-    return [j for j in range(num) if get_bit(bit_map, j)]
-
-
-def unacked_indexes(bit_map: int, num: int) -> list[int]:
-    """The indexes ``0 <= j < num`` whose bit is clear: the messages revive sends to retry."""
-    return [j for j in range(num) if not get_bit(bit_map, j)]
+__all__ = [
+    "AckMsg", "BatchAckMsg", "PopCheckPoint", "acked_indexes", "decode_revive_body", "get_bit",
+    "java_byte", "java_int", "java_long", "set_bit", "unacked_count", "unacked_indexes",
+]
 
 
 # --- lenient field readers ---------------------------------------------------------------------
@@ -135,9 +102,12 @@ def _load(data: bytes | bytearray | memoryview | str | dict[str, Any]) -> dict[s
 
 
 def _dump(pairs: Iterable[tuple[str, Any]]) -> bytes:
-    """An object with the keys in the order given, null values left out (fastjson's default)."""
-    return b"{" + b",".join(jsonutil.dumps(k) + b":" + jsonutil.dumps(v)
-                            for k, v in pairs if v is not None) + b"}"
+    """An object with the keys in the order given, null values left out (fastjson's default).
+
+    One ``orjson.dumps`` of a dict (which keeps insertion order): byte for byte what encoding
+    each key and value with :func:`jsonutil.dumps` and joining them with ``:`` and ``,`` gives,
+    in one call instead of two per key."""
+    return orjson.dumps({key: value for key, value in pairs if value is not None})
 
 
 #: What ``Integer.parseInt`` accepts: a sign and digits, nothing else (no blanks, no ``_``).
@@ -242,6 +212,10 @@ class PopCheckPoint:
         bit ``j < num``."""
         return [self.ack_offset_by_index(j) for j in unacked_indexes(self.bit_map, self.num)]
 
+    def unacked_count(self) -> int:
+        """``len(self.unacked_offsets())``, counted on the bitmap (no offsets built)."""
+        return unacked_count(self.bit_map, self.num)
+
     def unique_id(self) -> str:
         """``PopMessageProcessor.genCkUniqueId`` (the CK message's ``UNIQ_KEY``)."""
         return names.ck_unique_id(self.topic, self.queue_id, self.start_offset, self.cid,
@@ -325,6 +299,13 @@ class AckMsg:
                 ("pt", java_long(self.pop_time)), ("q", java_int(self.queue_id)),
                 ("so", java_long(self.start_offset)), ("t", self.topic))
 
+    def _doc(self) -> dict[str, Any]:
+        """The body's keys and values (nulls included), ``ao bn c pt q so t``."""
+        return {"ao": java_long(self.ack_offset), "bn": self.broker_name,
+                "c": self.consumer_group, "pt": java_long(self.pop_time),
+                "q": java_int(self.queue_id), "so": java_long(self.start_offset),
+                "t": self.topic}
+
     def unique_id(self) -> str:
         """``PopMessageProcessor.genAckUniqueId`` (the ACK message's ``UNIQ_KEY``)."""
         return names.ack_unique_id(self.topic, self.queue_id, self.ack_offset,
@@ -340,7 +321,7 @@ class AckMsg:
 
     def encode(self) -> bytes:
         """The body as fastjson writes it: ``ao bn c pt q so t``."""
-        return _dump((("ao", java_long(self.ack_offset)), *self._common()))
+        return _dump(self._doc().items())
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview | str | dict[str, Any]) -> AckMsg:
