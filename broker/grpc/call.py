@@ -15,7 +15,6 @@ or the server's shutdown. Cancel callbacks (and a stream handler's ``on_cancel``
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -99,7 +98,7 @@ class ServerCall:
         "method", "metadata", "peer", "connection", "stream_id", "deadline", "cancelled",
         "finished", "initial_metadata", "trailing_metadata", "status", "client_closed",
         "_cancel_callbacks", "_timer", "_decoder", "_requests", "_started", "_observer",
-        "_headers_sent", "_out", "_trailers",
+        "_headers_sent",
     )
 
     def __init__(self, connection: GrpcProtocol, stream_id: int, method: Method,
@@ -126,9 +125,6 @@ class ServerCall:
         self._started = False
         self._observer: Any = None
         self._headers_sent = False
-        # Outgoing DATA waiting for flow-control window, then the Trailers to end with.
-        self._out: deque[bytes | memoryview] = deque()
-        self._trailers: list[tuple[str, str]] | None = None
 
     def __repr__(self) -> str:
         return (f"<ServerCall {self.method.name} stream {self.stream_id} from "

@@ -1,4 +1,5 @@
-"""gRPC server transport: HTTP/2 (the ``h2`` library, sans-IO) on a Twisted protocol.
+"""gRPC server transport: HTTP/2 (:mod:`~rocketmq_emu.broker.grpc.http2`, sans-IO) on a Twisted
+protocol.
 
 Twisted owns the loop: no asyncio, no grpcio server, no thread. :class:`GrpcServerFactory` holds
 the handlers (by RPC name), interceptors and observers and builds one :class:`GrpcProtocol` per
@@ -40,9 +41,10 @@ Behaviours (grpc doc/PROTOCOL-HTTP2.md; grpc-java's messages where it has one):
 * flow control: received DATA is acknowledged as it is consumed (so a message larger than the
   window streams in); outgoing DATA waits for the peer's window (WINDOW_UPDATE, SETTINGS);
   MAX_CONCURRENT_STREAMS 1000 (long polls hold streams); messages up to 130 MiB, the proxy's
-  ``grpcMaxInboundMessageSize``; PINGs are acknowledged (h2) and never limited;
+  ``grpcMaxInboundMessageSize``; PINGs are acknowledged and never limited;
 * a client that is not HTTP/2 (remoting bytes, HTTP/1.1): the connection is closed with one log
-  line; an HTTP/2 protocol error closes the connection (h2's GOAWAY) with one log line;
+  line; an HTTP/2 protocol error closes the connection (GOAWAY with its error code) with one log
+  line; a stream error resets that stream only (RST_STREAM), cancelling its call;
 * :meth:`GrpcServerFactory.close_all`: every call in flight is answered UNAVAILABLE ("the server
   is shutting down": the SDKs retry it elsewhere or later; waiting for long polls would hold a
   shutdown for up to their 20-30 s), then GOAWAY and close; new streams are refused.
@@ -57,29 +59,16 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from h2.config import H2Configuration
-from h2.connection import H2Connection
-from h2.errors import ErrorCodes
-from h2.events import (
-    ConnectionTerminated,
-    DataReceived,
-    RemoteSettingsChanged,
-    RequestReceived,
-    StreamEnded,
-    StreamReset,
-    WindowUpdated,
-)
-from h2.exceptions import ProtocolError, StreamClosedError
-from h2.settings import SettingCodes, Settings
 from twisted.internet import defer
 from twisted.internet.interfaces import IAddress, IReactorTime
 from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
 
 from rocketmq_emu.broker.grpc.call import DROP, CallEvent, RawPayload, ServerCall, StreamObserver
-from rocketmq_emu.broker.grpc.hpack_plain import PlainEncoder
+from rocketmq_emu.broker.grpc.http2 import H2ServerConnection
+from rocketmq_emu.broker.grpc.http2_frames import ErrorCode
 from rocketmq_emu.broker.grpc.runner import CLIENT_STREAMING, CallRunner, Interceptor
-from rocketmq_emu.broker.grpc.streams import StreamWriter
+from rocketmq_emu.broker.grpc.streams import StreamWriter, as_bytes
 from rocketmq_emu.broker.grpc.wire import (
     GrpcError,
     MessageDecoder,
@@ -102,25 +91,17 @@ log = logging.getLogger(__name__)
 
 #: RocketMQ's proxy: ``ProxyConfig.grpcMaxInboundMessageSize`` = 130 * 1024 * 1024.
 MAX_INBOUND_MESSAGE_SIZE = 130 * 1024 * 1024
-#: Streams a client may hold open on one connection (h2's default is 100; a consumer's long
-#: polls and telemetry streams hold theirs).
+#: Streams a client may hold open on one connection (grpc-java's Netty default is unlimited,
+#: h2's 100; a consumer's long polls and telemetry streams hold theirs).
 DEFAULT_MAX_CONCURRENT_STREAMS = 1000
 #: Per-stream receive window (SETTINGS_INITIAL_WINDOW_SIZE) and the connection's: grpc-java's
 #: 1 MiB per stream; more on the connection so concurrent uploads do not wait on each other.
 DEFAULT_STREAM_WINDOW = 1 << 20
 DEFAULT_CONNECTION_WINDOW = 16 << 20
-#: The HTTP/2 default windows (RFC 9113 6.9.2).
-_H2_DEFAULT_WINDOW = 65535
 
 Handler = Callable[..., Any]
 Observer = Callable[[CallEvent], None]
 
-#: Outgoing headers are this module's own (valid, lower-case): h2 need not check them again.
-#: Incoming ones are checked by ``wire.parse_request_headers`` (what gRPC needs: :method, :path,
-#: :scheme, content-type, te...); h2's generic HTTP checks cost a tenth of a call's CPU.
-_H2_CONFIG = H2Configuration(client_side=False, header_encoding=None,
-                             validate_outbound_headers=False, normalize_outbound_headers=False,
-                             validate_inbound_headers=False, normalize_inbound_headers=False)
 _SHUTDOWN_MESSAGE = "the server is shutting down"
 #: Distinct Request-Headers blocks (without grpc-timeout) remembered per connection.
 _HEADER_CACHE_LIMIT = 256
@@ -225,8 +206,9 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
     """One HTTP/2 connection serving gRPC calls (``call.connection`` of each of its calls).
 
     ``peer`` ``(host, port)``; ``connection_id`` (``"host:port#n"``, unique in the factory);
-    ``calls`` (stream id -> ServerCall, the streams still open); :meth:`add_close_callback`,
-    :meth:`when_closed`.
+    ``calls`` (stream id -> ServerCall, the calls not yet finished or cancelled); ``h2`` (the
+    :class:`~rocketmq_emu.broker.grpc.http2.H2ServerConnection`, whose listener this is);
+    :meth:`add_close_callback`, :meth:`when_closed`.
     """
 
     def __init__(self, factory: GrpcServerFactory, number: int) -> None:
@@ -237,10 +219,9 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         self.connection_id = f"#{number}"
         self.calls: dict[int, ServerCall] = {}
         self.closed = False
-        self._h2: H2Connection | None = None
+        self.h2: H2ServerConnection | None = None
         self._receiving = False
-        self._frames_seen = False
-        self._goaway_sent = False
+        self._shut = False
         self._header_cache: dict[tuple[tuple[bytes, bytes], ...], RequestHeaders] = {}
         self._close_callbacks: list[Callable[[GrpcProtocol], Any]] = []
         self._closed_waiters: list[defer.Deferred] = []
@@ -276,17 +257,11 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         self.connection_id = f"{self.peer_addr}#{self.number}"
         factory = self.factory
         factory.connections.add(self)
-        h2 = H2Connection(config=_H2_CONFIG)
-        h2.local_settings = Settings(client=False, initial_values={
-            SettingCodes.MAX_CONCURRENT_STREAMS: factory.max_concurrent_streams,
-            SettingCodes.INITIAL_WINDOW_SIZE: factory.stream_window,
-            SettingCodes.MAX_HEADER_LIST_SIZE: H2Connection.DEFAULT_MAX_HEADER_LIST_SIZE,
-        })
-        h2.encoder = PlainEncoder()
-        h2.initiate_connection()
-        if factory.connection_window > _H2_DEFAULT_WINDOW:
-            h2.increment_flow_control_window(factory.connection_window - _H2_DEFAULT_WINDOW)
-        self._h2 = h2
+        h2 = H2ServerConnection(self, max_concurrent_streams=factory.max_concurrent_streams,
+                                stream_window=factory.stream_window,
+                                connection_window=factory.connection_window)
+        h2.initiate()
+        self.h2 = h2
         self._write_out()
         if factory.closing:
             self.shutdown()
@@ -300,7 +275,7 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         calls = list(self.calls.values())
         self.calls.clear()
         for call in calls:
-            self._drop(call)
+            call._mark_cancelled()
         callbacks, self._close_callbacks = self._close_callbacks, []
         for fn in callbacks:
             try:
@@ -313,54 +288,35 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
 
     def shutdown(self) -> None:
         """Answer every call in flight UNAVAILABLE, send GOAWAY and close the connection."""
-        if self.closed or self._h2 is None:
+        if self.closed or self.h2 is None:
             return
         for call in list(self.calls.values()):
             if call.active:
                 self._abort(call, StatusCode.UNAVAILABLE, _SHUTDOWN_MESSAGE)
-        if not self._goaway_sent:
-            self._goaway_sent = True
-            try:
-                self._h2.close_connection(ErrorCodes.NO_ERROR)
-            except ProtocolError:
-                pass
+        self.h2.close(ErrorCode.NO_ERROR)
         self._write_out()
+        self._shut = True  # what the client sends from now on is not read (we are closing)
         self.transport.loseConnection()
 
     def dataReceived(self, data: bytes) -> None:  # noqa: N802 - Twisted's name
-        """Feed h2, act on its events, then write what they produced in one write."""
-        h2 = self._h2
-        if h2 is None or self.closed:
+        """Feed the HTTP/2 connection (it calls back ``on_*``), then write what the read
+        produced in one write."""
+        h2 = self.h2
+        if h2 is None or self.closed or self._shut or h2.error is not None:
             return
         self._receiving = True
         try:
-            try:
-                events = h2.receive_data(data)
-            except ProtocolError as exc:
-                self._protocol_error(exc, data)
-                return
-            self._frames_seen = True
-            on = _EVENT_HANDLERS
-            for event in events:
-                handler = on.get(type(event))
-                if handler is not None:
-                    handler(self, event)
+            h2.receive(data)
         finally:
             self._receiving = False
         self._write_out()
-
-    def _protocol_error(self, exc: ProtocolError, data: bytes) -> None:
-        if not self._frames_seen and "preamble" in str(exc).lower():
-            log.warning("closing connection from %s: not an HTTP/2 client (first bytes %r)",
-                        self.peer_addr, bytes(data[:16]))
-        else:
-            log.warning("closing connection from %s: HTTP/2 protocol error: %s", self.peer_addr, exc)
-        self._goaway_sent = True
-        self._write_out()  # h2's GOAWAY, if it queued one
-        self.transport.loseConnection()
+        if h2.error is not None:
+            # One line; the connection's GOAWAY (if HTTP/2 at all) went out just above.
+            log.warning("closing connection from %s: %s", self.peer_addr, h2.error)
+            self.transport.loseConnection()
 
     def _write_out(self) -> None:
-        h2 = self._h2
+        h2 = self.h2
         if h2 is None or self.closed:
             return
         data = h2.data_to_send()
@@ -372,27 +328,27 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         if not self._receiving:
             self._write_out()
 
-    # --- h2 events -----------------------------------------------------------------------------
-    def _on_request(self, event: RequestReceived) -> None:
-        h2 = self._h2
-        sid = event.stream_id
-        if self._goaway_sent or self.factory.closing:
-            h2.reset_stream(sid, ErrorCodes.REFUSED_STREAM)
-            return
+    # --- the HTTP/2 connection's callbacks (http2.Listener) ------------------------------------------
+    def on_request(self, sid: int, raw: list[tuple[bytes, bytes]], end_stream: bool) -> None:
+        """A new stream: its Request-Headers make a call (or are answered at once)."""
         factory = self.factory
+        if factory.closing:
+            self.h2.reset_stream(sid, ErrorCode.REFUSED_STREAM)
+            return
         try:
-            headers = self._parse_headers(event.headers)
+            headers = self._parse_headers(raw)
             method = factory.methods[headers.path]
             decoder = MessageDecoder(factory.max_message_size, headers.encoding)
         except RequestRejected as rejected:
             log.debug("%s: stream %d rejected: %s", self.peer_addr, sid, rejected)
-            self._reject(sid, rejected.response(), event.stream_ended is not None)
+            self._reject(sid, rejected.response())
             return
         except GrpcError as error:
-            self._reject(sid, trailers_only(error.code, error.message), event.stream_ended is not None)
+            self._reject(sid, trailers_only(error.code, error.message))
             return
         call = ServerCall(self, sid, method, headers)
         call._decoder = decoder
+        call.client_closed = end_stream
         self.calls[sid] = call
         if headers.timeout is not None:
             call.deadline = self.clock.seconds() + headers.timeout
@@ -402,6 +358,8 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
             call._timer = self.clock.callLater(headers.timeout, self._deadline_expired, call)
         if method.kind in CLIENT_STREAMING:
             self._start(call, None)
+        elif end_stream:
+            self._abort(call, StatusCode.INTERNAL, "Half-closed without a request")
 
     def _parse_headers(self, raw: list[tuple[bytes, bytes]]) -> RequestHeaders:
         """``wire.parse_request_headers``, remembered per connection: a client sends the same
@@ -424,40 +382,35 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
             return parsed
         return dataclasses.replace(parsed, timeout=_timeout(timeout[1]))
 
-    def _reject(self, sid: int, headers: list[tuple[str, str]], client_closed: bool) -> None:
-        h2 = self._h2
-        h2.send_headers(sid, headers, end_stream=True)
-        if not client_closed:
-            try:  # the client's END_STREAM may be among the frames not yet handled
-                h2.reset_stream(sid, ErrorCodes.NO_ERROR)
-            except (StreamClosedError, ProtocolError):
-                pass
+    def _reject(self, sid: int, headers: list[tuple[str, str]]) -> None:
+        """Answer a stream with one HEADERS block (END_STREAM); the connection stops a client
+        still sending with RST_STREAM(NO_ERROR)."""
+        self.h2.send_headers(sid, as_bytes(headers), end_stream=True)
 
-    def _on_data(self, event: DataReceived) -> None:
-        sid = event.stream_id
-        try:
-            # Consumed at once (decoded below), so the peer may send on: large messages stream.
-            self._h2.acknowledge_received_data(event.flow_controlled_length, sid)
-        except (StreamClosedError, ProtocolError):
-            pass
+    def on_data(self, sid: int, data: bytes, end_stream: bool) -> None:
+        """DATA (already credited back by the connection: consumed here at once, so a message
+        larger than the window streams in); END_STREAM ends the request."""
         call = self.calls.get(sid)
-        if call is None or call.finished or call.cancelled:
+        if call is None:
             return
-        try:
-            payloads = call._decoder.feed(event.data)
-        except GrpcError as error:
-            self._abort(call, error.code, error.message)
-            return
-        parse = call.method.request.FromString
-        for payload in payloads:
+        if data and not (call.finished or call.cancelled):
             try:
-                message = parse(payload)
-            except Exception:
-                self._abort(call, StatusCode.INTERNAL, "Invalid protobuf byte sequence")
+                payloads = call._decoder.feed(data)
+            except GrpcError as error:
+                self._abort(call, error.code, error.message)
                 return
-            self._deliver(call, message)
-            if call.finished or call.cancelled:
-                return
+            parse = call.method.request.FromString
+            for payload in payloads:
+                try:
+                    message = parse(payload)
+                except Exception:
+                    self._abort(call, StatusCode.INTERNAL, "Invalid protobuf byte sequence")
+                    return
+                self._deliver(call, message)
+                if call.finished or call.cancelled:
+                    return
+        if end_stream:
+            self._stream_ended(call)
 
     def _deliver(self, call: ServerCall, message: Any) -> None:
         if call.method.kind in CLIENT_STREAMING:
@@ -470,14 +423,9 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         else:
             call._requests.append(message)
 
-    def _on_stream_ended(self, event: StreamEnded) -> None:
-        call = self.calls.get(event.stream_id)
-        if call is None:
-            return
+    def _stream_ended(self, call: ServerCall) -> None:
         call.client_closed = True
         if call.finished or call.cancelled:
-            if call._trailers is None and not call._out:
-                self.calls.pop(call.stream_id, None)
             return
         if call._decoder.pending:
             self._abort(call, StatusCode.INTERNAL, "Encountered end-of-stream mid-frame")
@@ -489,32 +437,16 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         else:
             self._start(call, call._requests.pop())
 
-    def _on_reset(self, event: StreamReset) -> None:
-        call = self.calls.pop(event.stream_id, None)
+    def on_reset(self, sid: int, error_code: int) -> None:
+        """The client's RST_STREAM (or a stream error): the call is cancelled, nothing written."""
+        call = self.calls.pop(sid, None)
         if call is not None:
-            log.debug("%s: %r reset by the client (error code %s)", self.peer_addr, call,
-                      event.error_code)
-            self._drop(call)
+            log.debug("%s: %r reset (error code %s)", self.peer_addr, call, error_code)
+            call._mark_cancelled()
 
-    def _on_window(self, event: WindowUpdated) -> None:
-        if event.stream_id:
-            call = self.calls.get(event.stream_id)
-            if call is not None and (call._out or call._trailers is not None):
-                self._flush(call)
-        else:
-            self._flush_all()
-
-    def _on_settings(self, event: RemoteSettingsChanged) -> None:
-        if SettingCodes.INITIAL_WINDOW_SIZE in event.changed_settings:
-            self._flush_all()
-
-    def _on_terminated(self, event: ConnectionTerminated) -> None:
-        log.debug("%s: GOAWAY from the client (error code %s)", self.peer_addr, event.error_code)
-
-    def _flush_all(self) -> None:
-        for call in list(self.calls.values()):
-            if call._out or call._trailers is not None:
-                self._flush(call)
+    def on_goaway(self, error_code: int, debug: bytes) -> None:
+        """The client is going away: its open calls carry on until it closes."""
+        log.debug("%s: GOAWAY from the client (error code %s %r)", self.peer_addr, error_code, debug)
 
     def _deadline_expired(self, call: ServerCall) -> None:
         call._timer = None
@@ -531,21 +463,3 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         if not self.closed:
             self.finish_call(call, code, message)
         call._mark_cancelled()
-
-    def _drop(self, call: ServerCall) -> None:
-        """The stream is gone (RST_STREAM, connection lost): cancel without writing."""
-        call._out.clear()
-        call._trailers = None
-        call._mark_cancelled()
-
-
-
-_EVENT_HANDLERS: dict[type, Callable[[GrpcProtocol, Any], None]] = {
-    RequestReceived: GrpcProtocol._on_request,
-    DataReceived: GrpcProtocol._on_data,
-    StreamEnded: GrpcProtocol._on_stream_ended,
-    StreamReset: GrpcProtocol._on_reset,
-    WindowUpdated: GrpcProtocol._on_window,
-    RemoteSettingsChanged: GrpcProtocol._on_settings,
-    ConnectionTerminated: GrpcProtocol._on_terminated,
-}

@@ -444,7 +444,7 @@ def test_large_messages_stream_both_ways_under_flow_control(clock: task.Clock) -
     stream = client.streams[sid]
     # The client acknowledged nothing: the server stopped at the initial 65535-byte window.
     assert len(stream.data) == 65535 and not stream.ended
-    assert client.proto.calls[sid]._out
+    assert client.proto.h2.buffered(sid)
     client.auto_ack = True
     for _ in range(200):
         if stream.ended:

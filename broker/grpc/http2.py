@@ -1,0 +1,591 @@
+"""A small sans-IO HTTP/2 server connection made for gRPC (RFC 9113): bytes in, callbacks out,
+bytes to send. No reactor, no socket, no event objects.
+
+:class:`H2ServerConnection` parses frames (:mod:`~rocketmq_emu.broker.grpc.http2_frames`'
+layouts), keeps the streams' states and both directions of flow control, and tells its
+:class:`Listener` of each request's headers, DATA, END_STREAM and reset. What the listener
+sends (:meth:`~H2ServerConnection.send_headers`, :meth:`~H2ServerConnection.send_data`,
+:meth:`~H2ServerConnection.reset_stream`) is queued with the frames the connection answers on
+its own (SETTINGS ACK, PING ACK, WINDOW_UPDATE) and taken with
+:meth:`~H2ServerConnection.data_to_send`, so the owner writes once per read.
+
+What a gRPC server needs and no more: no server push, no priorities (PRIORITY is parsed and
+ignored, RFC 9113 5.3.2), no HTTP semantics beyond the one below (the gRPC layer checks the
+headers it needs). Header blocks are decoded with the ``hpack`` library's Decoder and encoded
+with :class:`~rocketmq_emu.broker.grpc.hpack_plain.PlainEncoder`.
+
+* Our receive windows: ``stream_window`` per stream, ``connection_window`` for the connection;
+  DATA is taken as consumed once handed over, and credited back with WINDOW_UPDATE at the end of
+  the read that brought a stream's (or the connection's) unacknowledged bytes to half its window.
+* The peer's windows: DATA beyond them waits in the stream's buffer (trailers behind it) and is
+  sent on WINDOW_UPDATE or a SETTINGS_INITIAL_WINDOW_SIZE increase.
+* A connection error (RFC 9113 5.4.1) sets :attr:`~H2ServerConnection.error`, queues GOAWAY
+  and stops reading; the owner logs it and closes. A stream error (5.4.2) sends RST_STREAM and
+  tells the listener ``on_reset``.
+* Once our END_STREAM is out on a stream the client is still sending on, RST_STREAM(NO_ERROR)
+  follows (RFC 9113 8.1: a complete response stops the request).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Protocol
+
+from hpack import Decoder
+from hpack.exceptions import HPACKError
+
+from rocketmq_emu.broker.grpc.hpack_plain import PlainEncoder
+from rocketmq_emu.broker.grpc.http2_frames import (
+    ACK,
+    CONNECTION_PREFACE,
+    DEFAULT_MAX_FRAME_SIZE,
+    DEFAULT_WINDOW,
+    END_HEADERS,
+    END_STREAM,
+    FRAME_HEADER_SIZE,
+    GOAWAY_HEAD,
+    HEADER,
+    MAX_FRAME_SIZE_LIMIT,
+    MAX_WINDOW,
+    PADDED,
+    PING_SIZE,
+    PRIORITY_FLAG,
+    PRIORITY_SIZE,
+    SETTING_ENTRY,
+    STREAM_ID_MASK,
+    WORD_STRUCT,
+    ErrorCode,
+    FrameType,
+    Setting,
+    frame,
+    goaway,
+    rst_stream,
+    settings,
+    window_update,
+)
+
+__all__ = ["H2ServerConnection", "Listener"]
+
+_DATA, _HEADERS, _SETTINGS = FrameType.DATA, FrameType.HEADERS, FrameType.SETTINGS
+_CONTINUATION = FrameType.CONTINUATION
+_SETTINGS_ACK = frame(FrameType.SETTINGS, ACK, 0)
+_pack_header = HEADER.pack
+#: A header block held across CONTINUATION frames may not grow past this (10.5: a peer
+#: streaming CONTINUATIONs forever must not exhaust memory).
+_MAX_HEADER_BLOCK = 1 << 20
+#: Decoded header blocks remembered per connection (see ``_decode``).
+_BLOCK_CACHE_LIMIT = 64
+
+
+class Listener(Protocol):
+    """What the connection tells its owner (the gRPC layer)."""
+
+    def on_request(self, stream_id: int, headers: list[tuple[bytes, bytes]], end_stream: bool) -> None:
+        """A new stream's request header block (decoded, raw bytes pairs)."""
+
+    def on_data(self, stream_id: int, data: bytes, end_stream: bool) -> None:
+        """DATA on an open stream (``data`` may be empty when only END_STREAM arrives, as on
+        trailers)."""
+
+    def on_reset(self, stream_id: int, error_code: int) -> None:
+        """The stream is gone: the client's RST_STREAM, or our own for a stream error."""
+
+    def on_goaway(self, error_code: int, debug: bytes) -> None:
+        """The client sent GOAWAY (it opens no more streams)."""
+
+
+class _Fatal(Exception):
+    """A connection error (RFC 9113 5.4.1)."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class _Stream:
+    """One open stream: windows, whether the client ended it, our DATA and trailers waiting."""
+
+    __slots__ = ("id", "send_window", "recv_window", "unacked", "credit_due", "remote_closed",
+                 "out", "trailers")
+
+    def __init__(self, stream_id: int, send_window: int, recv_window: int, remote_closed: bool) -> None:
+        self.id = stream_id
+        self.send_window = send_window
+        self.recv_window = recv_window
+        self.unacked = 0
+        self.credit_due = False
+        self.remote_closed = remote_closed
+        self.out: deque[bytes | memoryview] = deque()
+        self.trailers: list[tuple[bytes, bytes]] | None = None
+
+
+class H2ServerConnection:
+    """The server side of one HTTP/2 connection (see the module docstring).
+
+    Call :meth:`initiate` once, :meth:`receive` with each read, then write
+    :meth:`data_to_send`. ``streams`` holds the open streams (ours to answer or still
+    sending); ``last_stream_id`` the highest the client opened; ``error`` the connection error
+    once there is one (``not_http2`` when the preface was wrong).
+    """
+
+    def __init__(self, listener: Listener, *, max_concurrent_streams: int = 100,
+                 stream_window: int = DEFAULT_WINDOW, connection_window: int = DEFAULT_WINDOW,
+                 max_header_list_size: int = 1 << 16, header_cache: bool = True) -> None:
+        self.listener = listener
+        self.max_concurrent_streams = max_concurrent_streams
+        self.stream_window = stream_window
+        self.connection_window = connection_window
+        self.max_header_list_size = max_header_list_size
+        self.streams: dict[int, _Stream] = {}
+        self.last_stream_id = 0
+        self.error: str | None = None
+        self.not_http2 = False
+        self.goaway_sent = False
+        self.encoder = PlainEncoder()
+        #: The peer's window for the connection and its SETTINGS (6.9.2, 6.5.2 defaults).
+        self.send_window = DEFAULT_WINDOW
+        self._peer_initial_window = DEFAULT_WINDOW
+        self._peer_max_frame = DEFAULT_MAX_FRAME_SIZE
+        self._recv_window = connection_window
+        self._conn_unacked = 0
+        self._out: list[bytes | memoryview] = []
+        self._buffer = b""
+        self._preface = CONNECTION_PREFACE
+        self._settings_seen = False
+        self._continuation: tuple[int, int, list[bytes]] | None = None
+        self._decoder = Decoder(max_header_list_size)
+        self._block_cache: dict[bytes, list[tuple[bytes, bytes]]] | None = {} if header_cache else None
+        self._blocked: dict[int, _Stream] = {}
+        self._credit: list[_Stream] = []
+        self._handlers = (self._on_data, self._on_headers, self._on_priority, self._on_rst_stream,
+                          self._on_settings, self._on_push_promise, self._on_ping, self._on_goaway,
+                          self._on_window_update, self._on_continuation)
+
+    # --- owner's side ----------------------------------------------------------------------------
+    def initiate(self) -> None:
+        """Queue the server preface (3.4): our SETTINGS, then the connection window's increase."""
+        self._out.append(settings({
+            Setting.MAX_CONCURRENT_STREAMS: self.max_concurrent_streams,
+            Setting.INITIAL_WINDOW_SIZE: self.stream_window,
+            Setting.MAX_HEADER_LIST_SIZE: self.max_header_list_size,
+        }))
+        if self.connection_window > DEFAULT_WINDOW:
+            self._out.append(window_update(0, self.connection_window - DEFAULT_WINDOW))
+
+    def data_to_send(self) -> bytes:
+        """Everything queued since the last call, as one buffer (b"" if nothing)."""
+        out = self._out
+        if not out:
+            return b""
+        self._out = []
+        return b"".join(out)
+
+    def buffered(self, stream_id: int) -> int:
+        """Bytes of DATA waiting for the peer's window on ``stream_id``."""
+        stream = self.streams.get(stream_id)
+        return sum(len(c) for c in stream.out) if stream is not None else 0
+
+    def send_headers(self, stream_id: int, headers: list[tuple[bytes, bytes]],
+                     end_stream: bool = False) -> bool:
+        """Send a header block; with ``end_stream`` (trailers) it waits behind buffered DATA.
+        False if the stream is not open."""
+        stream = self.streams.get(stream_id)
+        if stream is None:
+            return False
+        if end_stream and stream.out:
+            stream.trailers = headers
+            return True
+        self._write_headers(stream_id, headers, end_stream)
+        if end_stream:
+            self._ended(stream)
+        return True
+
+    def send_data(self, stream_id: int, data: bytes | memoryview) -> bool:
+        """Send DATA, framed to the peer's SETTINGS_MAX_FRAME_SIZE, as far as its windows allow
+        (the rest waits, 6.9.1). False if the stream is not open."""
+        stream = self.streams.get(stream_id)
+        if stream is None:
+            return False
+        size = len(data)
+        if not stream.out and size <= stream.send_window and size <= self.send_window \
+                and size <= self._peer_max_frame:
+            stream.send_window -= size
+            self.send_window -= size
+            self._out.append(_pack_header(size << 8 | _DATA, 0, stream_id))
+            self._out.append(data)
+            return True
+        stream.out.append(memoryview(data) if type(data) is bytes else data)
+        self._flush(stream)
+        return True
+
+    def reset_stream(self, stream_id: int, code: int = ErrorCode.CANCEL) -> None:
+        """Send RST_STREAM and forget the stream (nothing more is sent or told for it)."""
+        if self._forget(stream_id) is not None:
+            self._out.append(rst_stream(stream_id, code))
+
+    def close(self, code: int = ErrorCode.NO_ERROR, debug: bytes = b"") -> None:
+        """Queue GOAWAY (6.8) naming the last stream we took; later streams are refused."""
+        if not self.goaway_sent:
+            self.goaway_sent = True
+            self._out.append(goaway(self.last_stream_id, code, debug))
+
+    def receive(self, data: bytes) -> None:
+        """Take the bytes of one read: frames are handled and the listener told, as they come."""
+        if self.error is not None:
+            return
+        if self._buffer:
+            data = self._buffer + data
+            self._buffer = b""
+        if self._preface:
+            data = self._check_preface(data)
+            if not data:
+                return
+        try:
+            self._frames(data)
+        except _Fatal as fatal:
+            self._fail(fatal.code, fatal.message)
+            return
+        if self._credit or self._conn_unacked >= self.connection_window >> 1:
+            self._credit_windows()
+
+    # --- reading -----------------------------------------------------------------------------------
+    def _check_preface(self, data: bytes) -> bytes:
+        expected = self._preface
+        got = data[:len(expected)]
+        if got != expected[:len(got)]:
+            self.not_http2 = True
+            self.error = f"not an HTTP/2 client (first bytes {bytes(data[:16])!r})"
+            return b""
+        self._preface = expected[len(got):]
+        return data[len(got):]
+
+    def _frames(self, data: bytes) -> None:
+        unpack = HEADER.unpack_from
+        handlers = self._handlers
+        end = len(data)
+        at = 0
+        while end - at >= FRAME_HEADER_SIZE:
+            length_type, flags, stream_id = unpack(data, at)
+            length = length_type >> 8
+            if length > DEFAULT_MAX_FRAME_SIZE:  # our SETTINGS_MAX_FRAME_SIZE (4.2)
+                raise _Fatal(ErrorCode.FRAME_SIZE_ERROR, f"frame of {length} bytes")
+            start = at + FRAME_HEADER_SIZE
+            stop = start + length
+            if stop > end:
+                break
+            at = stop
+            kind = length_type & 0xFF
+            if self._continuation is not None and kind != _CONTINUATION:
+                raise _Fatal(ErrorCode.PROTOCOL_ERROR, f"frame type {kind} inside a header block (6.10)")
+            if not self._settings_seen and kind != _SETTINGS:
+                raise _Fatal(ErrorCode.PROTOCOL_ERROR, "the preface is not followed by SETTINGS (3.4)")
+            if kind <= _CONTINUATION:  # unknown types are ignored (4.1, 5.5)
+                handlers[kind](flags, stream_id & STREAM_ID_MASK, data[start:stop])
+            if self.error is not None:
+                return
+        if at < end:
+            self._buffer = data[at:]
+
+    @staticmethod
+    def _unpad(payload: bytes) -> bytes:
+        """The payload of a PADDED frame without Pad Length and Padding (6.1, 6.2)."""
+        if not payload or payload[0] >= len(payload):
+            raise _Fatal(ErrorCode.PROTOCOL_ERROR, "padding fills the frame (6.1)")
+        return payload[1:len(payload) - payload[0]]
+
+    def _on_data(self, flags: int, stream_id: int, payload: bytes) -> None:
+        if not stream_id:
+            raise _Fatal(ErrorCode.PROTOCOL_ERROR, "DATA on stream 0 (6.1)")
+        size = len(payload)  # padding included: the whole payload is flow-controlled (6.9)
+        self._recv_window -= size
+        if self._recv_window < 0:
+            raise _Fatal(ErrorCode.FLOW_CONTROL_ERROR, "DATA over the connection window (6.9.1)")
+        self._conn_unacked += size
+        if flags & PADDED:
+            payload = self._unpad(payload)
+        stream = self.streams.get(stream_id)
+        if stream is None:
+            if stream_id > self.last_stream_id:
+                raise _Fatal(ErrorCode.PROTOCOL_ERROR, f"DATA on idle stream {stream_id} (5.1)")
+            return  # closed or reset: counted on the connection only (5.4.2, 6.9)
+        if stream.remote_closed:
+            self._stream_error(stream, ErrorCode.STREAM_CLOSED)  # 5.1 half-closed (remote)
+            return
+        stream.recv_window -= size
+        if stream.recv_window < 0:
+            self._stream_error(stream, ErrorCode.FLOW_CONTROL_ERROR)
+            return
+        end = bool(flags & END_STREAM)
+        if end:
+            stream.remote_closed = True
+        else:
+            stream.unacked += size
+            if not stream.credit_due and stream.unacked >= self.stream_window >> 1:
+                stream.credit_due = True
+                self._credit.append(stream)
+        self.listener.on_data(stream_id, payload, end)
+
+    def _on_headers(self, flags: int, stream_id: int, payload: bytes) -> None:
+        if not stream_id:
+            raise _Fatal(ErrorCode.PROTOCOL_ERROR, "HEADERS on stream 0 (6.2)")
+        if flags & PADDED:
+            payload = self._unpad(payload)
+        if flags & PRIORITY_FLAG:
+            if len(payload) < PRIORITY_SIZE:
+                raise _Fatal(ErrorCode.FRAME_SIZE_ERROR, "HEADERS too short for its priority (6.2)")
+            payload = payload[PRIORITY_SIZE:]
+        if flags & END_HEADERS:
+            self._header_block(stream_id, flags, payload)
+        else:
+            self._continuation = (stream_id, flags, [payload])
+
+    def _on_continuation(self, flags: int, stream_id: int, payload: bytes) -> None:
+        pending = self._continuation
+        if pending is None or pending[0] != stream_id:
+            raise _Fatal(ErrorCode.PROTOCOL_ERROR, f"unexpected CONTINUATION on stream {stream_id} (6.10)")
+        parts = pending[2]
+        parts.append(payload)
+        if sum(len(p) for p in parts) > _MAX_HEADER_BLOCK:
+            raise _Fatal(ErrorCode.ENHANCE_YOUR_CALM, "header block over 1 MiB (10.5)")
+        if flags & END_HEADERS:
+            self._continuation = None
+            self._header_block(stream_id, pending[1], b"".join(parts))
+
+    def _header_block(self, stream_id: int, flags: int, block: bytes) -> None:
+        headers = self._decode(block)  # always: the decoder's table must follow every block (4.3)
+        end = bool(flags & END_STREAM)
+        stream = self.streams.get(stream_id)
+        if stream is not None:  # trailers (8.1): they must end the stream
+            if stream.remote_closed:
+                self._stream_error(stream, ErrorCode.STREAM_CLOSED)
+            elif not end:
+                self._stream_error(stream, ErrorCode.PROTOCOL_ERROR)
+            else:
+                stream.remote_closed = True
+                self.listener.on_data(stream_id, b"", True)
+            return
+        if not stream_id & 1:
+            raise _Fatal(ErrorCode.PROTOCOL_ERROR, f"client stream {stream_id} is even (5.1.1)")
+        if stream_id <= self.last_stream_id:
+            return  # a stream closed or reset already: ignored (5.1, 5.4.2)
+        self.last_stream_id = stream_id
+        if self.goaway_sent or len(self.streams) >= self.max_concurrent_streams:
+            self._out.append(rst_stream(stream_id, ErrorCode.REFUSED_STREAM))  # 5.1.2, 8.7
+            return
+        self.streams[stream_id] = _Stream(stream_id, self._peer_initial_window, self.stream_window, end)
+        self.listener.on_request(stream_id, headers, end)
+
+    def _decode(self, block: bytes) -> list[tuple[bytes, bytes]]:
+        """Decode a header block. A block that leaves the decoder's dynamic table as it found it
+        (indexed fields, literals without indexing) decodes the same while the table stays the
+        same, so it is remembered until a block changes the table (RFC 7541 2.3, 3.2)."""
+        cache = self._block_cache
+        if cache is not None:
+            hit = cache.get(block)
+            if hit is not None:
+                return hit
+        table = self._decoder.header_table
+        entries = table.dynamic_entries
+        first = entries[0] if entries else None
+        count, maxsize = len(entries), table.maxsize
+        try:
+            headers = self._decoder.decode(block, raw=True)
+        except HPACKError as exc:
+            raise _Fatal(ErrorCode.COMPRESSION_ERROR, f"header block: {exc} (4.3)") from None
+        if cache is not None:
+            if (entries[0] if entries else None) is first and len(entries) == count \
+                    and table.maxsize == maxsize:
+                if len(cache) < _BLOCK_CACHE_LIMIT:
+                    cache[block] = headers
+            elif cache:
+                cache.clear()
+        return headers
+
+    def _on_priority(self, flags: int, stream_id: int, payload: bytes) -> None:
+        if not stream_id:
+            raise _Fatal(ErrorCode.PROTOCOL_ERROR, "PRIORITY on stream 0 (6.3)")
+        if len(payload) != PRIORITY_SIZE:
+            stream = self.streams.get(stream_id)
+            if stream is not None:
+                self._stream_error(stream, ErrorCode.FRAME_SIZE_ERROR)
+            else:
+                self._out.append(rst_stream(stream_id, ErrorCode.FRAME_SIZE_ERROR))
+
+    def _on_rst_stream(self, flags: int, stream_id: int, payload: bytes) -> None:
+        if len(payload) != WORD_STRUCT.size:
+            raise _Fatal(ErrorCode.FRAME_SIZE_ERROR, "RST_STREAM is not 4 bytes (6.4)")
+        if not stream_id or stream_id > self.last_stream_id:
+            raise _Fatal(ErrorCode.PROTOCOL_ERROR, f"RST_STREAM on idle stream {stream_id} (6.4)")
+        if self._forget(stream_id) is not None:
+            self.listener.on_reset(stream_id, WORD_STRUCT.unpack(payload)[0])
+
+    def _on_settings(self, flags: int, stream_id: int, payload: bytes) -> None:
+        if stream_id:
+            raise _Fatal(ErrorCode.PROTOCOL_ERROR, "SETTINGS on a stream (6.5)")
+        if flags & ACK:
+            if payload:
+                raise _Fatal(ErrorCode.FRAME_SIZE_ERROR, "SETTINGS ACK with a payload (6.5)")
+            return
+        if len(payload) % SETTING_ENTRY.size:
+            raise _Fatal(ErrorCode.FRAME_SIZE_ERROR, "SETTINGS is not a multiple of 6 bytes (6.5)")
+        self._settings_seen = True
+        grown = False
+        for identifier, value in SETTING_ENTRY.iter_unpack(payload):
+            if identifier == Setting.INITIAL_WINDOW_SIZE:
+                if value > MAX_WINDOW:
+                    raise _Fatal(ErrorCode.FLOW_CONTROL_ERROR, "INITIAL_WINDOW_SIZE over 2^31-1 (6.5.2)")
+                delta = value - self._peer_initial_window
+                self._peer_initial_window = value
+                for stream in self.streams.values():  # 6.9.2: open streams' windows move too
+                    stream.send_window += delta
+                    if stream.send_window > MAX_WINDOW:
+                        raise _Fatal(ErrorCode.FLOW_CONTROL_ERROR, "a stream window over 2^31-1 (6.9.2)")
+                grown = grown or delta > 0
+            elif identifier == Setting.MAX_FRAME_SIZE:
+                if not DEFAULT_MAX_FRAME_SIZE <= value <= MAX_FRAME_SIZE_LIMIT:
+                    raise _Fatal(ErrorCode.PROTOCOL_ERROR, f"MAX_FRAME_SIZE {value} (6.5.2)")
+                self._peer_max_frame = value
+            elif identifier == Setting.HEADER_TABLE_SIZE:
+                self.encoder.header_table_size = value
+            elif identifier == Setting.ENABLE_PUSH and value > 1:
+                raise _Fatal(ErrorCode.PROTOCOL_ERROR, f"ENABLE_PUSH {value} (6.5.2)")
+        self._out.append(_SETTINGS_ACK)  # 6.5.3
+        if grown:
+            self._flush_blocked()
+
+    def _on_push_promise(self, flags: int, stream_id: int, payload: bytes) -> None:
+        raise _Fatal(ErrorCode.PROTOCOL_ERROR, "PUSH_PROMISE from a client (8.4)")
+
+    def _on_ping(self, flags: int, stream_id: int, payload: bytes) -> None:
+        if len(payload) != PING_SIZE:
+            raise _Fatal(ErrorCode.FRAME_SIZE_ERROR, "PING is not 8 bytes (6.7)")
+        if stream_id:
+            raise _Fatal(ErrorCode.PROTOCOL_ERROR, "PING on a stream (6.7)")
+        if not flags & ACK:
+            self._out.append(frame(FrameType.PING, ACK, 0, payload))
+
+    def _on_goaway(self, flags: int, stream_id: int, payload: bytes) -> None:
+        if stream_id:
+            raise _Fatal(ErrorCode.PROTOCOL_ERROR, "GOAWAY on a stream (6.8)")
+        if len(payload) < GOAWAY_HEAD.size:
+            raise _Fatal(ErrorCode.FRAME_SIZE_ERROR, "GOAWAY under 8 bytes (6.8)")
+        _, code = GOAWAY_HEAD.unpack_from(payload)
+        self.listener.on_goaway(code, payload[GOAWAY_HEAD.size:])
+
+    def _on_window_update(self, flags: int, stream_id: int, payload: bytes) -> None:
+        if len(payload) != WORD_STRUCT.size:
+            raise _Fatal(ErrorCode.FRAME_SIZE_ERROR, "WINDOW_UPDATE is not 4 bytes (6.9)")
+        increment = WORD_STRUCT.unpack(payload)[0] & MAX_WINDOW
+        if not stream_id:
+            if not increment:
+                raise _Fatal(ErrorCode.PROTOCOL_ERROR, "WINDOW_UPDATE of 0 (6.9)")
+            self.send_window += increment
+            if self.send_window > MAX_WINDOW:
+                raise _Fatal(ErrorCode.FLOW_CONTROL_ERROR, "connection window over 2^31-1 (6.9.1)")
+            self._flush_blocked()
+            return
+        stream = self.streams.get(stream_id)
+        if stream is None:
+            if stream_id > self.last_stream_id:
+                raise _Fatal(ErrorCode.PROTOCOL_ERROR, f"WINDOW_UPDATE on idle stream {stream_id} (5.1)")
+            return
+        if not increment:
+            self._stream_error(stream, ErrorCode.PROTOCOL_ERROR)
+            return
+        stream.send_window += increment
+        if stream.send_window > MAX_WINDOW:
+            self._stream_error(stream, ErrorCode.FLOW_CONTROL_ERROR)
+        elif stream.out or stream.trailers is not None:
+            self._flush(stream)
+
+    # --- errors and windows ----------------------------------------------------------------------
+    def _fail(self, code: ErrorCode, message: str) -> None:
+        """A connection error (5.4.1): GOAWAY with the code, stop reading."""
+        self.error = f"HTTP/2 protocol error: {code.name}: {message}"
+        self._buffer = b""
+        self._continuation = None
+        self.close(code, message.encode("utf-8"))
+
+    def _stream_error(self, stream: _Stream, code: ErrorCode) -> None:
+        """A stream error (5.4.2): RST_STREAM, and the listener told."""
+        self._forget(stream.id)
+        self._out.append(rst_stream(stream.id, code))
+        self.listener.on_reset(stream.id, code)
+
+    def _forget(self, stream_id: int) -> _Stream | None:
+        self._blocked.pop(stream_id, None)
+        return self.streams.pop(stream_id, None)
+
+    def _credit_windows(self) -> None:
+        """WINDOW_UPDATE for what this read consumed, where half a window is unacknowledged."""
+        out = self._out
+        for stream in self._credit:
+            stream.credit_due = False
+            if stream.unacked and not stream.remote_closed and stream.id in self.streams:
+                out.append(window_update(stream.id, stream.unacked))
+                stream.recv_window += stream.unacked
+                stream.unacked = 0
+        self._credit.clear()
+        if self._conn_unacked >= self.connection_window >> 1:
+            out.append(window_update(0, self._conn_unacked))
+            self._recv_window += self._conn_unacked
+            self._conn_unacked = 0
+
+    # --- writing ----------------------------------------------------------------------------------
+    def _write_headers(self, stream_id: int, headers: list[tuple[bytes, bytes]], end_stream: bool) -> None:
+        """HEADERS, plus CONTINUATIONs when the block exceeds the peer's frame size (6.10)."""
+        block = self.encoder.encode(headers)
+        flags = END_STREAM if end_stream else 0
+        limit = self._peer_max_frame
+        out = self._out
+        if len(block) <= limit:
+            out.append(_pack_header(len(block) << 8 | _HEADERS, flags | END_HEADERS, stream_id))
+            out.append(block)
+            return
+        kind = _HEADERS
+        for at in range(0, len(block), limit):
+            part = block[at:at + limit]
+            last = at + limit >= len(block)
+            out.append(_pack_header(len(part) << 8 | kind, flags | (END_HEADERS if last else 0), stream_id))
+            out.append(part)
+            kind, flags = _CONTINUATION, 0
+
+    def _ended(self, stream: _Stream) -> None:
+        """Our END_STREAM is out: the stream closes, or the client still sending is stopped."""
+        self._forget(stream.id)
+        if not stream.remote_closed:
+            self._out.append(rst_stream(stream.id, ErrorCode.NO_ERROR))
+
+    def _flush(self, stream: _Stream) -> None:
+        """Send a stream's waiting DATA as far as the windows allow, then its trailers."""
+        queue = stream.out
+        out = self._out
+        limit = self._peer_max_frame
+        while queue:
+            window = min(stream.send_window, self.send_window, limit)
+            if window <= 0:
+                self._blocked[stream.id] = stream
+                return
+            chunk = queue[0]
+            if len(chunk) <= window:
+                queue.popleft()
+            else:
+                queue[0] = chunk[window:]
+                chunk = chunk[:window]
+            size = len(chunk)
+            stream.send_window -= size
+            self.send_window -= size
+            out.append(_pack_header(size << 8 | _DATA, 0, stream.id))
+            out.append(chunk)
+        self._blocked.pop(stream.id, None)
+        if stream.trailers is not None:
+            headers, stream.trailers = stream.trailers, None
+            self._write_headers(stream.id, headers, True)
+            self._ended(stream)
+
+    def _flush_blocked(self) -> None:
+        for stream in list(self._blocked.values()):
+            if self.send_window <= 0:
+                return
+            self._flush(stream)
