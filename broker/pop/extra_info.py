@@ -68,10 +68,15 @@ def java_split(text: str, sep: str) -> list[str]:
 
 
 def _long(text: str) -> int:
+    # Up to 18 ASCII digits always fit a long: int() at once (the common case, several per ACK).
+    if len(text) < 19 and text.isascii() and text.isdigit():
+        return int(text)
     return parse_java_int(text, LONG)
 
 
 def _int(text: str) -> int:
+    if len(text) < 10 and text.isascii() and text.isdigit():
+        return int(text)
     return parse_java_int(text, INT)
 
 
@@ -185,6 +190,23 @@ def build_extra_info(
     return KEY_SEPARATOR.join(map(str, fields))
 
 
+#: ck_queue_offset, pop_time, invisible_time, revive_qid, retry, broker_name, queue_id, queue_offset.
+ExtraInfoFields = tuple[int, int, int, int, str, str, int, int | None]
+
+
+def extra_info_fields(extra_info: str) -> ExtraInfoFields:
+    """:meth:`ExtraInfo.parse`'s fields as a tuple, in :class:`ExtraInfo`'s order (the ACK path
+    reads them without building the object). Fewer than seven fields raise the getters'
+    ValueError; a malformed number raises as ``Long.parseLong``/``Integer.parseInt`` does."""
+    parts = split_extra_info(extra_info)
+    if len(parts) >= 7:  # the getters' own length checks cannot fail: read the fields
+        return (_long(parts[0]), _long(parts[1]), _long(parts[2]), _int(parts[3]), parts[4],
+                parts[5], _int(parts[6]), _long(parts[7]) if len(parts) > 7 else None)
+    return (get_ck_queue_offset(parts), get_pop_time(parts), get_invisible_time(parts),
+            get_revive_qid(parts), get_retry(parts), get_broker_name(parts), get_queue_id(parts),
+            None)
+
+
 @dataclasses.dataclass(frozen=True)
 class ExtraInfo:
     """One extraInfo string, field by field (the getters of ``ExtraInfoUtil``)."""
@@ -202,12 +224,7 @@ class ExtraInfo:
     def parse(cls, extra_info: str) -> ExtraInfo:
         """Read the seven or eight leading fields; later ones (a receipt handle's commit-log
         offset) are ignored, as the broker's getters ignore them."""
-        parts = split_extra_info(extra_info)
-        return cls(
-            get_ck_queue_offset(parts), get_pop_time(parts), get_invisible_time(parts),
-            get_revive_qid(parts), get_retry(parts), get_broker_name(parts), get_queue_id(parts),
-            get_queue_offset(parts) if len(parts) > 7 else None,
-        )
+        return cls(*extra_info_fields(extra_info))
 
     def encode(self) -> str:
         """The string ``buildExtraInfo`` makes for these fields."""

@@ -233,6 +233,11 @@ def parse_group(retry_topic_name: str) -> str:
 # --- keys --------------------------------------------------------------------------------------
 def _j(value: object) -> str:
     """A value as Java's string concatenation writes it (``null`` for None)."""
+    kind = type(value)
+    if kind is str:
+        return value  # type: ignore[return-value]
+    if kind is int:
+        return str(value)
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -263,16 +268,16 @@ def ck_unique_id(topic: str | None, queue_id: int, start_offset: int, group: str
                  pop_time: int, broker_name: str | None) -> str:
     """``PopMessageProcessor.genCkUniqueId``:
     ``{topic}@{queueId}@{startOffset}@{cid}@{popTime}@{brokerName}@ck``."""
-    return SPLIT.join([_j(v) for v in (topic, queue_id, start_offset, group, pop_time,
-                                       broker_name)] + [CK_TAG])
+    return (f"{_j(topic)}{SPLIT}{_j(queue_id)}{SPLIT}{_j(start_offset)}{SPLIT}{_j(group)}"
+            f"{SPLIT}{_j(pop_time)}{SPLIT}{_j(broker_name)}{SPLIT}{CK_TAG}")
 
 
 def ack_unique_id(topic: str | None, queue_id: int, ack_offset: int, group: str | None,
                   pop_time: int, broker_name: str | None) -> str:
     """``PopMessageProcessor.genAckUniqueId``:
     ``{topic}@{queueId}@{ackOffset}@{group}@{popTime}@{brokerName}@ack``."""
-    return SPLIT.join([_j(v) for v in (topic, queue_id, ack_offset, group, pop_time,
-                                       broker_name)] + [ACK_TAG])
+    return (f"{_j(topic)}{SPLIT}{_j(queue_id)}{SPLIT}{_j(ack_offset)}{SPLIT}{_j(group)}"
+            f"{SPLIT}{_j(pop_time)}{SPLIT}{_j(broker_name)}{SPLIT}{ACK_TAG}")
 
 
 def batch_ack_unique_id(topic: str | None, queue_id: int, ack_offsets: Iterable[int],

@@ -50,6 +50,7 @@ from rocketmq_emu.broker.pop.revive_bodies import (
     BatchAckMsg,
     PopCheckPoint,
     decode_revive_body,
+    java_long,
 )
 from rocketmq_emu.broker.pop.revive_log import (
     ack_record,
@@ -214,37 +215,46 @@ class PopReviveService:
                 del self._loose[live.loose_key]
         self._by_queue.get(live.revive_qid, {}).pop(live.offset, None)
 
-    def _find(self, ack: AckMsg, offset: int, deliver_ms: int | None) -> LiveCheckPoint | None:
-        """The live check point an ACK of ``offset`` is for: same topic, group, queue, pop time
-        and broker (Java's merge key without the start offset), still waiting for ``offset``;
-        preferring the same start offset and a revive time equal to the ACK's due time. A check
-        point due (``reviveTime - ackTimeInterval``) after the ACK is not a candidate: Java's
-        timer would deliver the ACK before it (two check points share a merge key when the
-        invisible time is changed in the millisecond of the pop)."""
+    def _find(self, ack: AckMsg, offset: int, deliver_ms: int | None
+              ) -> tuple[LiveCheckPoint | None, int]:
+        """The live check point an ACK of ``offset`` is for, and the offset's message index in
+        it: same topic, group, queue, pop time and broker (Java's merge key without the start
+        offset), still waiting for ``offset``; preferring the same start offset and a revive
+        time equal to the ACK's due time. A check point due (``reviveTime - ackTimeInterval``)
+        after the ACK is not a candidate: Java's timer would deliver the ACK before it (two
+        check points share a merge key when the invisible time is changed in the millisecond
+        of the pop). ``(None, -1)`` when there is none."""
         broker = ack.broker_name if ack.broker_name and ack.broker_name.strip() else \
             self.broker_name
+        candidates = self._loose.get(_loose_key(ack.topic, ack.consumer_group, ack.queue_id,
+                                                ack.pop_time, broker))
+        if not candidates:
+            return None, -1
         best: LiveCheckPoint | None = None
-        best_rank = -1
-        for cand in self._loose.get(_loose_key(ack.topic, ack.consumer_group, ack.queue_id,
-                                               ack.pop_time, broker), ()):
-            index = cand.ck.index_of_ack(offset)
-            if index < 0 or cand.ck.is_acked(index):
+        best_index = best_rank = -1
+        for cand in candidates:
+            ck = cand.ck
+            index = ck.index_of_ack(offset)
+            if index < 0 or ck.is_acked(index):
                 continue
-            if deliver_ms is not None and \
-                    cand.ck.deliver_time_ms() > deliver_ms:  # Java: not delivered yet then
-                continue
-            rank = (2 if cand.ck.start_offset == ack.start_offset else 0) + \
-                (1 if cand.ck.revive_time == deliver_ms else 0)
+            rank = 2 if ck.start_offset == ack.start_offset else 0
+            if deliver_ms is not None:
+                revive_time = ck.revive_time
+                if java_long(revive_time - names.ACK_TIME_INTERVAL_MS) > deliver_ms:
+                    continue  # its deliver_time_ms(): Java's timer has not delivered it yet
+                if revive_time == deliver_ms:
+                    rank += 1
             if rank > best_rank:
-                best, best_rank = cand, rank
-        return best
+                best, best_index, best_rank = cand, index, rank
+        return best, best_index
 
     def _apply_ack(self, ack: AckMsg, deliver_ms: int | None) -> None:
         offsets = (ack.ack_offset_list or []) if isinstance(ack, BatchAckMsg) else [ack.ack_offset]
         for offset in offsets:
-            live = self._find(ack, offset, deliver_ms)
-            if live is None or not live.ck.ack(offset):
+            live, index = self._find(ack, offset, deliver_ms)
+            if live is None:
                 continue
+            live.ck.mark_acked(index)
             if not live.ck.unacked_count():
                 self._untrack(live)
 

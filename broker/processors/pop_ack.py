@@ -33,7 +33,7 @@ from typing import Any
 
 from rocketmq_emu.broker import jsonutil
 from rocketmq_emu.broker.pop import names
-from rocketmq_emu.broker.pop.extra_info import ExtraInfo, real_topic
+from rocketmq_emu.broker.pop.extra_info import ExtraInfo, extra_info_fields, real_topic
 from rocketmq_emu.broker.pop.revive_bodies import AckMsg, BatchAckMsg, PopCheckPoint
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
@@ -100,18 +100,18 @@ class AckMessageProcessor:
     def process_ack(self, cmd: RemotingCommand, conn: Any) -> RemotingCommand:
         """``AckMessageProcessor.processRequest`` for ACK_MESSAGE."""
         h = AckMessageRequestHeader.from_ext_fields(cmd.ext_fields)
-        error = self._check(cmd, conn, h.topic, h.queue_id, h.offset, True)
+        topic, queue_id, offset = h.topic, h.queue_id, h.offset
+        error = self._check(cmd, conn, topic, queue_id, offset, True)
         if error is not None:
             return error
-        info = ExtraInfo.parse(h.extra_info)
+        ck_offset, pop_time, invisible_time, revive_qid, _mark, broker_name, _qid, _qoff = \
+            extra_info_fields(h.extra_info)
         response = cmd.response(ResponseCode.SUCCESS)
-        if info.revive_qid == names.POP_ORDER_REVIVE_QUEUE:
-            return self.ack_orderly(h.topic, h.consumer_group, h.queue_id, h.offset,
-                                    info.pop_time, info.invisible_time, conn, response)
-        ack = AckMsg(ack_offset=h.offset, start_offset=info.ck_queue_offset,
-                     consumer_group=h.consumer_group, topic=h.topic, queue_id=h.queue_id,
-                     pop_time=info.pop_time, broker_name=info.broker_name)
-        self.pop.revive.append_ack(ack, info.revive_qid, info.pop_time + info.invisible_time)
+        if revive_qid == names.POP_ORDER_REVIVE_QUEUE:
+            return self.ack_orderly(topic, h.consumer_group, queue_id, offset, pop_time,
+                                    invisible_time, conn, response)
+        ack = AckMsg(offset, ck_offset, h.consumer_group, topic, queue_id, pop_time, broker_name)
+        self.pop.revive.append_ack(ack, revive_qid, pop_time + invisible_time)
         return response
 
     def process_batch_ack(self, cmd: RemotingCommand, conn: Any) -> RemotingCommand:
