@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.pop import extra_info as ei
 from rocketmq_emu.broker.pop import names
 from rocketmq_emu.broker.pop.java_bits import (
     acked_indexes,
@@ -158,3 +159,40 @@ def test_ack_unique_id_matches_java_concatenation(topic, queue_id, offset, group
     ack = AckMsg(ack_offset=offset, consumer_group=group, topic=topic, queue_id=queue_id,
                  pop_time=pop_time, broker_name=broker)
     assert ack.unique_id() == expected
+
+
+# --- extraInfo ---------------------------------------------------------------------------------
+def _fields_ref(extra_info: str):
+    """The getters one by one, as ``ExtraInfo.parse`` read them before."""
+    parts = ei.split_extra_info(extra_info)
+    return (ei.get_ck_queue_offset(parts), ei.get_pop_time(parts), ei.get_invisible_time(parts),
+            ei.get_revive_qid(parts), ei.get_retry(parts), ei.get_broker_name(parts),
+            ei.get_queue_id(parts), ei.get_queue_offset(parts) if len(parts) > 7 else None)
+
+
+NUMBER_TEXT = (st.integers(-(2**64), 2**64).map(str) | st.sampled_from(
+    ["", "+1", "-0", "007", "1e3", " 1", "١٢", "9223372036854775807", "9223372036854775808",
+     "2147483647", "2147483648", "-2147483649", "99999999999999999999"]))
+
+
+@given(st.lists(NUMBER_TEXT | st.sampled_from(["0", "1", "2", "broker-a"]), min_size=0,
+                max_size=10))
+def test_extra_info_fields_match_the_getters(fields):
+    """Same values, or ValueError both ways, for any field strings (Java's number rules)."""
+    text = " ".join(fields)
+    try:
+        expected = _fields_ref(text)
+    except ValueError:
+        try:
+            ei.extra_info_fields(text)
+        except ValueError:
+            return
+        raise AssertionError(f"{text!r} should raise") from None
+    assert ei.extra_info_fields(text) == expected
+    assert ei.ExtraInfo.parse(text) == ei.ExtraInfo(*expected)
+
+
+def test_extra_info_fields_of_a_receipt_handle_ignore_the_ninth():
+    """A gRPC receipt handle: the commit-log offset (ninth field) is not read."""
+    assert ei.extra_info_fields("100 1700000000000 60000 3 2 broker-a 2 105 123456") == (
+        100, 1700000000000, 60000, 3, "2", "broker-a", 2, 105)
