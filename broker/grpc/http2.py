@@ -133,7 +133,8 @@ class H2ServerConnection:
         self.listener = listener
         self.max_concurrent_streams = max_concurrent_streams
         self.stream_window = stream_window
-        self.connection_window = connection_window
+        # 6.9.2: the connection window starts at 65535 and only WINDOW_UPDATE moves it (up).
+        self.connection_window = connection_window = max(connection_window, DEFAULT_WINDOW)
         self.max_header_list_size = max_header_list_size
         self.streams: dict[int, _Stream] = {}
         self.last_stream_id = 0
