@@ -1,6 +1,6 @@
 """A stateless HPACK encoder for the gRPC server's own header blocks (RFC 7541), with a cache.
 
-h2's encoder (hpack's) indexes every header into the dynamic table, so the same list encodes
+A general encoder (hpack's) indexes every header into the dynamic table, so the same list encodes
 differently as the table moves and each block costs a full encode. The server sends few distinct
 blocks (Response-Headers, OK Trailers, a few error Trailers), so this encoder never touches the
 dynamic table: a header that is whole in the static table is sent indexed (6.1), every other one
@@ -69,7 +69,8 @@ _CACHE: dict[tuple[tuple[bytes, bytes], ...], bytes] = {}
 
 
 class PlainEncoder:
-    """Drop-in for ``h2.connection.H2Connection.encoder`` (``encode``, ``header_table_size``)."""
+    """The encoder of :class:`~rocketmq_emu.broker.grpc.http2.H2ServerConnection` (``encode``;
+    ``header_table_size`` is set from the peer's SETTINGS_HEADER_TABLE_SIZE)."""
 
     def __init__(self) -> None:
         self._announce = True

@@ -3,8 +3,9 @@ bytes to send. No reactor, no socket, no event objects.
 
 :class:`H2ServerConnection` parses frames (:mod:`~rocketmq_emu.broker.grpc.http2_frames`'
 layouts), keeps the streams' states and both directions of flow control, and tells its
-:class:`Listener` of each request's headers, DATA, END_STREAM and reset. What the listener
-sends (:meth:`~H2ServerConnection.send_headers`, :meth:`~H2ServerConnection.send_data`,
+:class:`Listener` of each request's headers, DATA, END_STREAM and reset (the sending half, the
+streams' buffers and the peer's windows, is :mod:`~rocketmq_emu.broker.grpc.http2_send`'s).
+What the listener sends (:meth:`~H2ServerConnection.send_headers`, :meth:`~H2ServerConnection.send_data`,
 :meth:`~H2ServerConnection.reset_stream`) is queued with the frames the connection answers on
 its own (SETTINGS ACK, PING ACK, WINDOW_UPDATE) and taken with
 :meth:`~H2ServerConnection.data_to_send`, so the owner writes once per read.
@@ -28,7 +29,6 @@ with :class:`~rocketmq_emu.broker.grpc.hpack_plain.PlainEncoder`.
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Protocol
 
 from hpack import Decoder
@@ -58,18 +58,16 @@ from rocketmq_emu.broker.grpc.http2_frames import (
     FrameType,
     Setting,
     frame,
-    goaway,
     rst_stream,
     settings,
     window_update,
 )
+from rocketmq_emu.broker.grpc.http2_send import Sender, Stream
 
 __all__ = ["H2ServerConnection", "Listener"]
 
-_DATA, _HEADERS, _SETTINGS = FrameType.DATA, FrameType.HEADERS, FrameType.SETTINGS
-_CONTINUATION = FrameType.CONTINUATION
+_SETTINGS, _CONTINUATION = FrameType.SETTINGS, FrameType.CONTINUATION
 _SETTINGS_ACK = frame(FrameType.SETTINGS, ACK, 0)
-_pack_header = HEADER.pack
 #: A header block held across CONTINUATION frames may not grow past this (10.5: a peer
 #: streaming CONTINUATIONs forever must not exhaust memory).
 _MAX_HEADER_BLOCK = 1 << 20
@@ -101,24 +99,7 @@ class _Fatal(Exception):
         self.message = message
 
 
-class _Stream:
-    """One open stream: windows, whether the client ended it, our DATA and trailers waiting."""
-
-    __slots__ = ("id", "send_window", "recv_window", "unacked", "credit_due", "remote_closed",
-                 "out", "trailers")
-
-    def __init__(self, stream_id: int, send_window: int, recv_window: int, remote_closed: bool) -> None:
-        self.id = stream_id
-        self.send_window = send_window
-        self.recv_window = recv_window
-        self.unacked = 0
-        self.credit_due = False
-        self.remote_closed = remote_closed
-        self.out: deque[bytes | memoryview] = deque()
-        self.trailers: list[tuple[bytes, bytes]] | None = None
-
-
-class H2ServerConnection:
+class H2ServerConnection(Sender):
     """The server side of one HTTP/2 connection (see the module docstring).
 
     Call :meth:`initiate` once, :meth:`receive` with each read, then write
@@ -136,7 +117,7 @@ class H2ServerConnection:
         # 6.9.2: the connection window starts at 65535 and only WINDOW_UPDATE moves it (up).
         self.connection_window = connection_window = max(connection_window, DEFAULT_WINDOW)
         self.max_header_list_size = max_header_list_size
-        self.streams: dict[int, _Stream] = {}
+        self.streams: dict[int, Stream] = {}
         self.last_stream_id = 0
         self.error: str | None = None
         self.not_http2 = False
@@ -154,8 +135,8 @@ class H2ServerConnection:
         self._settings_seen = False
         self._continuation: tuple[int, int, list[bytes]] | None = None
         self._decoder = Decoder(max_header_list_size)
-        self._blocked: dict[int, _Stream] = {}
-        self._credit: list[_Stream] = []
+        self._blocked: dict[int, Stream] = {}
+        self._credit: list[Stream] = []
         self._handlers = (self._on_data, self._on_headers, self._on_priority, self._on_rst_stream,
                           self._on_settings, self._on_push_promise, self._on_ping, self._on_goaway,
                           self._on_window_update, self._on_continuation)
@@ -178,55 +159,6 @@ class H2ServerConnection:
             return b""
         self._out = []
         return b"".join(out)
-
-    def buffered(self, stream_id: int) -> int:
-        """Bytes of DATA waiting for the peer's window on ``stream_id``."""
-        stream = self.streams.get(stream_id)
-        return sum(len(c) for c in stream.out) if stream is not None else 0
-
-    def send_headers(self, stream_id: int, headers: list[tuple[bytes, bytes]],
-                     end_stream: bool = False) -> bool:
-        """Send a header block; with ``end_stream`` (trailers) it waits behind buffered DATA.
-        False if the stream is not open."""
-        stream = self.streams.get(stream_id)
-        if stream is None:
-            return False
-        if end_stream and stream.out:
-            stream.trailers = headers
-            return True
-        self._write_headers(stream_id, headers, end_stream)
-        if end_stream:
-            self._ended(stream)
-        return True
-
-    def send_data(self, stream_id: int, data: bytes | memoryview) -> bool:
-        """Send DATA, framed to the peer's SETTINGS_MAX_FRAME_SIZE, as far as its windows allow
-        (the rest waits, 6.9.1). False if the stream is not open."""
-        stream = self.streams.get(stream_id)
-        if stream is None:
-            return False
-        size = len(data)
-        if not stream.out and size <= stream.send_window and size <= self.send_window \
-                and size <= self._peer_max_frame:
-            stream.send_window -= size
-            self.send_window -= size
-            self._out.append(_pack_header(size << 8 | _DATA, 0, stream_id))
-            self._out.append(data)
-            return True
-        stream.out.append(memoryview(data) if type(data) is bytes else data)
-        self._flush(stream)
-        return True
-
-    def reset_stream(self, stream_id: int, code: int = ErrorCode.CANCEL) -> None:
-        """Send RST_STREAM and forget the stream (nothing more is sent or told for it)."""
-        if self._forget(stream_id) is not None:
-            self._out.append(rst_stream(stream_id, code))
-
-    def close(self, code: int = ErrorCode.NO_ERROR, debug: bytes = b"") -> None:
-        """Queue GOAWAY (6.8) naming the last stream we took; later streams are refused."""
-        if not self.goaway_sent:
-            self.goaway_sent = True
-            self._out.append(goaway(self.last_stream_id, code, debug))
 
     def receive(self, data: bytes) -> None:
         """Take the bytes of one read: frames are handled and the listener told, as they come."""
@@ -371,7 +303,7 @@ class H2ServerConnection:
         if self.goaway_sent or len(self.streams) >= self.max_concurrent_streams:
             self._out.append(rst_stream(stream_id, ErrorCode.REFUSED_STREAM))  # 5.1.2, 8.7
             return
-        self.streams[stream_id] = _Stream(stream_id, self._peer_initial_window, self.stream_window, end)
+        self.streams[stream_id] = Stream(stream_id, self._peer_initial_window, self.stream_window, end)
         self.listener.on_request(stream_id, headers, end)
 
     def _decode(self, block: bytes) -> list[tuple[bytes, bytes]]:
@@ -490,15 +422,11 @@ class H2ServerConnection:
         self._continuation = None
         self.close(code, message.encode("utf-8"))
 
-    def _stream_error(self, stream: _Stream, code: ErrorCode) -> None:
+    def _stream_error(self, stream: Stream, code: ErrorCode) -> None:
         """A stream error (5.4.2): RST_STREAM, and the listener told."""
         self._forget(stream.id)
         self._out.append(rst_stream(stream.id, code))
         self.listener.on_reset(stream.id, code)
-
-    def _forget(self, stream_id: int) -> _Stream | None:
-        self._blocked.pop(stream_id, None)
-        return self.streams.pop(stream_id, None)
 
     def _credit_windows(self) -> None:
         """WINDOW_UPDATE for what this read consumed, where half a window is unacknowledged."""
@@ -514,61 +442,3 @@ class H2ServerConnection:
             out.append(window_update(0, self._conn_unacked))
             self._recv_window += self._conn_unacked
             self._conn_unacked = 0
-
-    # --- writing ----------------------------------------------------------------------------------
-    def _write_headers(self, stream_id: int, headers: list[tuple[bytes, bytes]], end_stream: bool) -> None:
-        """HEADERS, plus CONTINUATIONs when the block exceeds the peer's frame size (6.10)."""
-        block = self.encoder.encode(headers)
-        flags = END_STREAM if end_stream else 0
-        limit = self._peer_max_frame
-        out = self._out
-        if len(block) <= limit:
-            out.append(_pack_header(len(block) << 8 | _HEADERS, flags | END_HEADERS, stream_id))
-            out.append(block)
-            return
-        kind = _HEADERS
-        for at in range(0, len(block), limit):
-            part = block[at:at + limit]
-            last = at + limit >= len(block)
-            out.append(_pack_header(len(part) << 8 | kind, flags | (END_HEADERS if last else 0), stream_id))
-            out.append(part)
-            kind, flags = _CONTINUATION, 0
-
-    def _ended(self, stream: _Stream) -> None:
-        """Our END_STREAM is out: the stream closes, or the client still sending is stopped."""
-        self._forget(stream.id)
-        if not stream.remote_closed:
-            self._out.append(rst_stream(stream.id, ErrorCode.NO_ERROR))
-
-    def _flush(self, stream: _Stream) -> None:
-        """Send a stream's waiting DATA as far as the windows allow, then its trailers."""
-        queue = stream.out
-        out = self._out
-        limit = self._peer_max_frame
-        while queue:
-            window = min(stream.send_window, self.send_window, limit)
-            if window <= 0:
-                self._blocked[stream.id] = stream
-                return
-            chunk = queue[0]
-            if len(chunk) <= window:
-                queue.popleft()
-            else:
-                queue[0] = chunk[window:]
-                chunk = chunk[:window]
-            size = len(chunk)
-            stream.send_window -= size
-            self.send_window -= size
-            out.append(_pack_header(size << 8 | _DATA, 0, stream.id))
-            out.append(chunk)
-        self._blocked.pop(stream.id, None)
-        if stream.trailers is not None:
-            headers, stream.trailers = stream.trailers, None
-            self._write_headers(stream.id, headers, True)
-            self._ended(stream)
-
-    def _flush_blocked(self) -> None:
-        for stream in list(self._blocked.values()):
-            if self.send_window <= 0:
-                return
-            self._flush(stream)
