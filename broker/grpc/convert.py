@@ -4,6 +4,7 @@ an ``apache.rocketmq.v2.Message`` (properties and sysFlag of the remoting send) 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from typing import Any
@@ -50,6 +51,7 @@ PROPERTY_BORN_TIMESTAMP = "BORN_TIMESTAMP"
 PROPERTY_CHECK_IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"
 
 
+@functools.cache
 def _enum(name: str, value: str) -> int:
     return messages.protocol().enum_descriptor(name).values_by_name[value].number
 

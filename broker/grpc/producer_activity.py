@@ -25,6 +25,7 @@ from rocketmq_emu.broker.grpc.status import (
     build_status,
     ok_status,
     remoting_code,
+    set_ok,
 )
 from rocketmq_emu.broker.grpc.validate import validate_consumer_group, validate_topic
 from rocketmq_emu.broker.message import decode_offset_msg_id, properties_to_string
@@ -64,8 +65,9 @@ class ProducerActivity:
         #: ``removeReceiptHandle``: the latest handle of a message under automatic renewal.
         self.latest_handle = latest_handle or (lambda ctx, group, msg_id, handle: handle)
 
-    async def send_message(self, ctx: ProxyContext, request: Any) -> Any:
-        """``SendMessageActivity.sendMessage`` → SEND_MESSAGE (10) to the chosen queue's broker."""
+    def send_message(self, ctx: ProxyContext, request: Any) -> Any:
+        """``SendMessageActivity.sendMessage`` → SEND_MESSAGE (10) to the chosen queue's broker;
+        the response, or a Deferred of it when the broker answers later (synchronous flush)."""
         if not request.messages:
             raise ProxyError(Code.MESSAGE_CORRUPTED, "no message to send")
         first = request.messages[0]
@@ -84,7 +86,7 @@ class ProducerActivity:
         if conflict is not None:
             raise ProxyError(conflict.code, conflict.grpc_message)
         group = props[0].get(PROPERTY_SHARDING_KEY) if len(props) == 1 else None
-        queue = self.state.routes.select_for_send(topic, group)
+        queue = self.state.routes.select_for_send(topic, group, configs)
         header = send_header(topic, queue.queue_id, sys_flag, props, now)
         if len(props) > 1:
             body = encode_batch([BatchMessage(0, m.body, properties_to_string(p))
@@ -93,11 +95,12 @@ class ProducerActivity:
             body = first.body
         cmd = self.state.request(ctx, RequestCode.SEND_MESSAGE, header, body)
         channel = self.state.channel(ctx, queue.broker_name)
-        answer = await self.state.invoke(queue.broker_name, cmd, channel)
-        return self._send_response(answer, request, props, queue.broker_name, topic, sys_flag)
+        return self.state.invoke_then(
+            queue.broker_name, cmd, channel,
+            lambda answer: self._send_response(answer, props, queue.broker_name, topic, sys_flag))
 
-    def _send_response(self, answer: Any, request: Any, props: list[dict[str, str]],
-                       broker_name: str, topic: str, sys_flag: int) -> Any:
+    def _send_response(self, answer: Any, props: list[dict[str, str]], broker_name: str,
+                       topic: str, sys_flag: int) -> Any:
         response = messages.message_class("SendMessageResponse")()
         code = answer.code if answer is not None else ResponseCode.SYSTEM_ERROR
         if code in _SEND_STATUS_CODES:
@@ -117,7 +120,7 @@ class ProducerActivity:
         queue_offset = int(ext.get("queueOffset", "0"))
         for index, p in enumerate(props):
             entry = response.entries.add()
-            entry.status.CopyFrom(ok_status())
+            set_ok(entry.status)
             entry.offset = queue_offset + index
             entry.message_id = p["UNIQ_KEY"]
             # 5.x SendMessageProcessor answers transactionId = the message's UNIQ_KEY.
@@ -125,7 +128,7 @@ class ProducerActivity:
             if sys_flag & TRANSACTION_PREPARED_TYPE and index < len(offset_ids):
                 self._remember_transaction(broker_name, topic, queue_offset,
                                            offset_ids[index], entry.transaction_id)
-        response.status.CopyFrom(ok_status())
+        set_ok(response.status)
         return response
 
     def _remember_transaction(self, broker_name: str, group: str, queue_offset: int,

@@ -75,6 +75,16 @@ class ProxyState:
         broker = self.broker(broker_name)
         return defer.maybeDeferred(broker.dispatcher.dispatch, cmd, conn)
 
+    def invoke_then(self, broker_name: str, cmd: RemotingCommand, conn: Any,
+                    then: Callable[[Any], Any]) -> Any:
+        """:meth:`invoke` and ``then(response)``: its result at once when the broker answered
+        at once (a send with asynchronous flush), else a Deferred of it (the dispatcher never
+        raises: a failing handler is a SYSTEM_ERROR response)."""
+        answer = self.broker(broker_name).dispatcher.dispatch(cmd, conn)
+        if isinstance(answer, defer.Deferred):
+            return answer.addCallback(then)
+        return then(answer)
+
     def request(self, ctx: ProxyContext, code: int, ext: dict[str, Any], body: bytes = b"",
                 oneway: bool = False) -> RemotingCommand:
         """A remoting request as the proxy's ``LocalRemotingCommand`` builds it."""

@@ -148,23 +148,36 @@ class Routes:
                 assignments.append(assignment)
         return assignments
 
-    def write_queues(self, topic: str) -> list[QueueRef]:
-        """The writable queues of a topic across brokers (the write selector's queues)."""
+    def write_queues(self, topic: str, configs: list[tuple[str, Any]] | None = None
+                     ) -> list[QueueRef]:
+        """The writable queues of a topic across brokers (the write selector's queues);
+        ``configs`` are :meth:`topic_configs` if the caller has them."""
         out = []
-        for name, tc in self.topic_configs(topic):
+        for name, tc in configs if configs is not None else self.topic_configs(topic):
             if tc.perm & PERM_WRITE:
                 out.extend(QueueRef(name, i) for i in range(tc.write_queue_nums))
         return out
 
-    def select_for_send(self, topic: str, message_group: str | None) -> QueueRef:
+    def select_for_send(self, topic: str, message_group: str | None,
+                        configs: list[tuple[str, Any]] | None = None) -> QueueRef:
         """``SendMessageQueueSelector``: a message group's queue by consistent hash, else the
         next queue round robin; ProxyError FORBIDDEN without a writable queue."""
-        queues = self.write_queues(topic)
-        if not queues:
+        writable = [(name, tc.write_queue_nums) for name, tc in
+                    (configs if configs is not None else self.topic_configs(topic))
+                    if tc.perm & PERM_WRITE and tc.write_queue_nums > 0]
+        total = sum(n for _name, n in writable)
+        if not total:
             raise ProxyError(Code.FORBIDDEN, "no writable queue")
         if message_group:
-            return queues[consistent_hash(java_string_hash(message_group), len(queues))]
-        return queues[next(self._round_robin) % len(queues)]
+            index = consistent_hash(java_string_hash(message_group), total)
+        else:
+            index = next(self._round_robin) % total
+        # The index-th queue of write_queues(), without building the list.
+        for name, count in writable:
+            if index < count:
+                return QueueRef(name, index)
+            index -= count
+        raise AssertionError("unreachable: index < total")
 
     def select_for_receive(self, topic: str, broker_name: str) -> str:
         """``ReceiveMessageQueueSelector``: the named broker if it has the topic, else the first

@@ -73,19 +73,24 @@ class MessagingService:
     def _unary(self, activity: str, method: str, response: str) -> Any:
         fn = getattr(getattr(self, activity), method)
 
-        def handle(request: Any, call: Any) -> defer.Deferred:
-            def failed(failure: Any) -> Any:
-                out = messages.message_class(response)()
-                out.status.CopyFrom(status_of(failure.value))
-                return out
+        def failed(exc: BaseException) -> Any:
+            out = messages.message_class(response)()
+            out.status.CopyFrom(status_of(exc))
+            return out
 
-            def run() -> Any:
+        def handle(request: Any, call: Any) -> Any:
+            # A response, or a Deferred of one; errors become the response's status.
+            try:
                 ctx = self._context(call)
                 ctx.require_client_id()
                 result = fn(ctx, request)
-                return defer.ensureDeferred(result) if hasattr(result, "__await__") else result
-
-            return defer.maybeDeferred(run).addErrback(failed)
+            except Exception as exc:
+                return failed(exc)
+            if hasattr(result, "__await__"):
+                result = defer.ensureDeferred(result)
+            if isinstance(result, defer.Deferred):
+                return result.addErrback(lambda f: failed(f.value))
+            return result
 
         handle.__name__ = method
         return handle

@@ -31,9 +31,11 @@ class _Codes:
 
     def __getattr__(self, name: str) -> int:
         try:
-            return self._load()[name]
+            value = self._load()[name]
         except KeyError:
             raise AttributeError(name) from None
+        setattr(self, name, value)  # later reads are plain attribute reads
+        return value
 
     def name(self, number: int) -> str:
         """The enum name of ``number`` (``str(number)`` if unknown)."""
@@ -89,6 +91,12 @@ def build_status(code: int, message: str | None = None) -> Any:
 def ok_status() -> Any:
     """``Status{OK, "OK"}``."""
     return build_status(Code.OK, "OK")
+
+
+def set_ok(status: Any) -> None:
+    """Make a response's ``status`` field ``Status{OK, "OK"}`` in place (the common answer)."""
+    status.code = Code.OK
+    status.message = "OK"
 
 
 def status_of(exc: BaseException) -> Any:

@@ -186,3 +186,45 @@ def test_pop_timeout_is_polling_not_found():
     request = RemotingCommand.request(RequestCode.POP_MESSAGE, {})
     answer = request.response(ResponseCode.POLLING_TIMEOUT, "timeout")
     assert read_pop_response(answer, "T", "b", False).status == POLLING_NOT_FOUND
+
+
+class _Broker:
+    """A broker as Routes sees it: its topic configs."""
+
+    def __init__(self, **topics) -> None:
+        from types import SimpleNamespace
+
+        self.ctx = SimpleNamespace(topic_config=SimpleNamespace(
+            select_topic_config=topics.get))
+
+
+def _routes():
+    from rocketmq_emu.broker.configs.topics import TopicConfig
+    from rocketmq_emu.broker.grpc.routes import Routes
+
+    brokers = {"a": _Broker(T=TopicConfig("T", 4, 4)), "b": _Broker(T=TopicConfig("T", 2, 2))}
+    return Routes(lambda: brokers, lambda: 8081)
+
+
+def test_sends_without_group_go_round_robin_over_every_writable_queue():
+    """Six sends visit the 4 + 2 write queues of both brokers once each."""
+    routes = _routes()
+    picked = [routes.select_for_send("T", None) for _ in range(6)]
+    assert sorted((q.broker_name, q.queue_id) for q in picked) == \
+        [("a", 0), ("a", 1), ("a", 2), ("a", 3), ("b", 0), ("b", 1)]
+
+
+def test_message_group_is_pinned_to_its_hashed_queue():
+    """A group's queue is the consistent hash over all 6 write queues (a's first, then b's)."""
+    routes = _routes()
+    index = consistent_hash(java_string_hash("order-42"), 6)
+    expected = ("a", index) if index < 4 else ("b", index - 4)
+    picked = routes.select_for_send("T", "order-42")
+    assert (picked.broker_name, picked.queue_id) == expected
+
+
+def test_unknown_topic_is_topic_not_found():
+    """No broker has the topic: TOPIC_NOT_FOUND."""
+    with pytest.raises(ProxyError) as err:
+        _routes().select_for_send("Nope", None)
+    assert err.value.code == Code.TOPIC_NOT_FOUND
