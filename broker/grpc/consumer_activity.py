@@ -24,6 +24,7 @@ from rocketmq_emu.broker.grpc.status import (
     ProxyError,
     build_status,
     ok_status,
+    set_ok,
     status_of,
 )
 from rocketmq_emu.broker.grpc.validate import (
@@ -211,31 +212,36 @@ class ConsumerActivity:
                 .addErrback(lambda f: log.warning("nack failed: %s", f.getErrorMessage()))
 
     # --- AckMessage ----------------------------------------------------------------------------
-    async def ack_message(self, ctx: ProxyContext, request: Any) -> Any:
-        """``AckMessageActivity.ackMessageOneByOne``."""
+    def ack_message(self, ctx: ProxyContext, request: Any) -> Any:
+        """``AckMessageActivity.ackMessageOneByOne``: the response, or a Deferred of it if a
+        broker answers an ACK_MESSAGE later."""
         validate_topic(request.topic.name)
         validate_consumer_group(request.group.name)
         group, topic = request.group.name, request.topic.name
         response = messages.message_class("AckMessageResponse")()
-        codes = set()
+        pending = []
         for entry in request.entries:
             result = response.entries.add()
             result.message_id = entry.message_id
             result.receipt_handle = entry.receipt_handle
             try:
-                handle_string = self.latest_handle(ctx, group, entry.message_id, entry.receipt_handle)
+                handle_string = self.latest_handle(ctx, group, entry.message_id,
+                                                   entry.receipt_handle)
                 handle = self._valid_handle(handle_string)
-                answer = await self._ack(ctx, handle.broker_name, handle_string, group, topic)
-                if answer is not None and answer.code == ResponseCode.SUCCESS:
-                    result.status.CopyFrom(ok_status())
-                else:
-                    result.status.CopyFrom(build_status(Code.INTERNAL_SERVER_ERROR,
-                                                        "ack failed: status is abnormal"))
+                cmd = self.state.request(ctx, RequestCode.ACK_MESSAGE,
+                                         ack_header(handle, handle_string, group, topic))
+                answer = self.state.invoke_then(
+                    handle.broker_name, cmd, self.state.channel(ctx, handle.broker_name),
+                    lambda answer, result=result: _ack_result(result, answer))
             except Exception as exc:
                 result.status.CopyFrom(status_of(exc))
-            codes.add(result.status.code)
-        response.status.CopyFrom(_overall(codes))
-        return response
+                continue
+            if isinstance(answer, defer.Deferred):
+                pending.append(answer.addErrback(
+                    lambda f, result=result: result.status.CopyFrom(status_of(f.value))))
+        if pending:
+            return defer.DeferredList(pending).addCallback(lambda _: _with_overall(response))
+        return _with_overall(response)
 
     def _valid_handle(self, handle: str) -> Any:
         """``validateReceiptHandle``: parseable and not expired."""
@@ -323,6 +329,21 @@ def change_header(handle: Any, handle_string: str, group: str, topic: str,
         "offset": handle.offset,
         "invisibleTime": invisible_ms,
     }
+
+
+def _ack_result(result: Any, answer: Any) -> None:
+    """``convertToAckMessageResultEntry``: OK for a broker SUCCESS, else "status is abnormal"."""
+    if answer is not None and answer.code == ResponseCode.SUCCESS:
+        set_ok(result.status)
+    else:
+        result.status.CopyFrom(build_status(Code.INTERNAL_SERVER_ERROR,
+                                            "ack failed: status is abnormal"))
+
+
+def _with_overall(response: Any) -> Any:
+    """The response with its overall status (``setAckResponseStatus``)."""
+    response.status.CopyFrom(_overall({entry.status.code for entry in response.entries}))
+    return response
 
 
 def _overall(codes: set[int]) -> Any:

@@ -233,3 +233,23 @@ def test_http2_preface_on_the_remoting_port_closes_only_that_connection(served, 
     resp = yield in_thread(client.unary, "SendMessage", send_request(message()),
                            "SendMessageResponse")
     assert resp.status.code == Code.OK
+
+
+@pytest_twisted.inlineCallbacks
+def test_ack_of_a_good_and_a_bad_handle_is_multiple_results(served):
+    """Each entry gets its own status; mixed outcomes make the overall MULTIPLE_RESULTS."""
+    _cluster, client = served
+    yield in_thread(client.unary, "SendMessage", send_request(message()), "SendMessageResponse")
+    stream = yield in_thread(client.stream, "ReceiveMessage", receive_request(),
+                             "ReceiveMessageResponse")
+    got = stream[1].message
+    ack = cls("AckMessageRequest")()
+    ack.group.name, ack.topic.name = "G", "T"
+    good = ack.entries.add()
+    good.message_id = got.system_properties.message_id
+    good.receipt_handle = got.system_properties.receipt_handle
+    bad = ack.entries.add()
+    bad.message_id, bad.receipt_handle = "x", "not a handle"
+    acked = yield in_thread(client.unary, "AckMessage", ack, "AckMessageResponse")
+    assert [e.status.code for e in acked.entries] == [Code.OK, Code.INVALID_RECEIPT_HANDLE]
+    assert acked.status.code == Code.MULTIPLE_RESULTS
