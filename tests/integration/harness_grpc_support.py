@@ -82,6 +82,15 @@ class GrpcClient:
         req.long_polling_timeout.seconds = polling_s
         return self.stream("ReceiveMessage", req, "ReceiveMessageResponse", timeout=polling_s + 10)
 
+    def ack(self, topic: str, group: str, message: Any) -> Any:
+        """AckMessage of one received message; the AckMessageResponse."""
+        req = cls("AckMessageRequest")()
+        req.group.name, req.topic.name = group, topic
+        entry = req.entries.add()
+        entry.message_id = message.system_properties.message_id
+        entry.receipt_handle = message.system_properties.receipt_handle
+        return self.unary("AckMessage", req, "AckMessageResponse")
+
     def close(self) -> None:
         """Close the channel."""
         self.channel.close()

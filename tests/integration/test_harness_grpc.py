@@ -67,3 +67,25 @@ def test_unacked_message_comes_back_after_clock_travels_past_30_minute_invisible
     [msg] = received(again)
     assert msg.body == b"come back" and msg.system_properties.delivery_attempt == 2
     assert delivery_ms(again) == int(rocketmq.clock.seconds() * 1000)
+
+
+@pytest.mark.rocketmq(clock="manual")
+def test_unacked_message_is_received_again_after_a_broker_restart(rocketmq, client):
+    """Received and not acked, then the broker restarts: after the invisible time the message
+    comes back (attempt 2); acked ones never do, across restarts."""
+    topic, group = unique("T"), unique("G")
+    rocketmq.create_topic(topic)
+    client.send(topic, b"keep me")
+    client.send(topic, b"acked")
+    first = received(client.receive(topic, group, invisible_s=60))
+    assert sorted(m.body for m in first) == [b"acked", b"keep me"]
+    acked = next(m for m in first if m.body == b"acked")
+    assert client.ack(topic, group, acked).status.code == Code.OK
+    rocketmq.restart_broker()
+    rocketmq.clock.advance(61)
+    again = received(client.receive(topic, group, invisible_s=60))
+    assert [(m.body, m.system_properties.delivery_attempt) for m in again] == [(b"keep me", 2)]
+    assert client.ack(topic, group, again[0]).status.code == Code.OK
+    rocketmq.restart_broker()
+    rocketmq.clock.advance(61)
+    assert received(client.receive(topic, group, invisible_s=60)) == []
