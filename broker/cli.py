@@ -273,8 +273,9 @@ def cmd_broker(args: argparse.Namespace) -> int:
         yield cluster.start()
         _announce(cfg, args.host, namesrv=cfg.namesrv_addr, grpc=cluster.grpc_endpoint)
 
-    roles = [*_broker_roles(cfg.listen_port, "--port"),
-             PortRole(args.grpc_port, "gRPC port", "--grpc-port")]
+    roles = _broker_roles(cfg.listen_port, "--port")
+    if args.grpc_port is not None:
+        roles.append(PortRole(args.grpc_port, "gRPC port", "--grpc-port"))
     return _serve(starter, roles, cfg.store_path_root_dir, debug=args.debug)
 
 
@@ -333,8 +334,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     br.add_argument("--store", help="store directory (overrides storePathRootDir)")
     br.add_argument("--port", type=int, default=None, help="listenPort (overrides broker.conf)")
     br.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
-    br.add_argument("--grpc-port", type=int, default=DEFAULT_GRPC_PORT, metavar="N",
-                    help=f"RocketMQ 5 gRPC port for the 5.x SDKs ({DEFAULT_GRPC_PORT})")
+    br.add_argument("--grpc-port", type=int, default=None, metavar="N",
+                    help="serve RocketMQ 5's gRPC for the 5.x SDKs on this port (off by "
+                         f"default: several brokers share a host; the 5.x proxy's is "
+                         f"{DEFAULT_GRPC_PORT})")
     br.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                     help="show the traceback of a startup failure")
     br.set_defaults(func=cmd_broker)

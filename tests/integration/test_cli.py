@@ -42,7 +42,7 @@ class Proc:
     """A ``python -m broker.cli ...`` subprocess with its output in a file."""
 
     def __init__(self, tmp: Path, name: str, *args: str) -> None:
-        if args and args[0] in ("up", "broker") and "--grpc-port" not in args:
+        if args and args[0] == "up" and "--grpc-port" not in args:
             args = (*args, "--grpc-port", "0")  # 8081 may be taken by another test's emulator
         self.log = tmp / f"{name}.log"
         with open(self.log, "wb") as out:
@@ -163,6 +163,25 @@ def test_up_prints_addresses_and_store(tmp_path, procs):
     assert namesrv in out and broker in out and str(store) in out
 
 
+def test_up_prints_its_grpc_endpoint(tmp_path, procs):
+    """``up --grpc-port N`` names its gRPC endpoint for the 5.x SDKs, which answers there."""
+    port = free_port()
+    p, _, _, _ = start_up(tmp_path, procs, "--grpc-port", str(port))
+    assert f"gRPC (RocketMQ 5 SDKs) on 127.0.0.1:{port}" in p.output()
+    with socket.create_connection(("127.0.0.1", port), timeout=5):
+        pass
+
+
+def test_broker_alone_serves_no_grpc_unless_asked(tmp_path, procs):
+    """``broker`` without --grpc-port prints no gRPC endpoint (several brokers share hosts)."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"listenPort={free_port(need_minus_two=True)}\n"
+                    f"storePathRootDir={tmp_path / 'b'}\n{SMALL_COMMITLOG}")
+    br = Proc(tmp_path, "broker", "broker", "-n", "127.0.0.1:1", "-c", str(conf))
+    procs.append(br)
+    assert "gRPC" not in br.wait_output("ready")
+
+
 def test_up_broker_registers_with_its_name_server(tmp_path, procs):
     """The embedded broker is routable: TBW102's route names its address."""
     _, namesrv, broker, _ = start_up(tmp_path, procs)
@@ -219,8 +238,7 @@ def test_bad_broker_conf_exits_with_a_message(tmp_path):
     """An unusable value stops the start with status 2 and names the key."""
     conf = tmp_path / "broker.conf"
     conf.write_text("listenPort=abc\n")
-    out = subprocess.run([sys.executable, "-m", "rocketmq_emu.broker.cli", "broker", "-c", str(conf),
-                          "--grpc-port", "0"],
+    out = subprocess.run([sys.executable, "-m", "rocketmq_emu.broker.cli", "broker", "-c", str(conf)],
                          cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert out.returncode == 2
     assert "listenPort" in out.stderr and "broker.conf" in out.stderr

@@ -20,8 +20,8 @@ SMALL_CONF = f"mappedFileSizeCommitLog={1 << 20}\n"
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     """``python -m rocketmq_emu.broker.cli ARGS`` to its exit (it must exit on its own); ``up``
-    and ``broker`` get a free gRPC port unless the test names one."""
-    if args and args[0] in ("up", "broker") and "--grpc-port" not in args:
+    gets a free gRPC port unless the test names one."""
+    if args and args[0] == "up" and "--grpc-port" not in args:
         args = (*args, "--grpc-port", "0")
     return subprocess.run([sys.executable, "-m", "rocketmq_emu.broker.cli", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
@@ -103,6 +103,14 @@ def test_up_control_port_in_use(tmp_path, busy, conf):
                      "--namesrv-port", str(free_port()), "--broker-port", str(free_port()),
                      "--control-port", str(_port(busy)))
     assert_one_line_failure(result, f":{_port(busy)}", "--control-port")
+
+
+def test_up_grpc_port_in_use(tmp_path, busy, conf):
+    """`up --grpc-port` with that port taken names it, "gRPC port" and --grpc-port."""
+    result = run_cli("up", "-c", conf, "--store", str(tmp_path / "s"),
+                     "--namesrv-port", str(free_port()), "--broker-port", str(free_port()),
+                     "--grpc-port", str(_port(busy)))
+    assert_one_line_failure(result, f":{_port(busy)}", "gRPC port", "--grpc-port")
 
 
 def test_namesrv_port_in_use(busy):
