@@ -276,6 +276,10 @@ def ack_unique_id(topic: str | None, queue_id: int, ack_offset: int, group: str 
                   pop_time: int, broker_name: str | None) -> str:
     """``PopMessageProcessor.genAckUniqueId``:
     ``{topic}@{queueId}@{ackOffset}@{group}@{popTime}@{brokerName}@ack``."""
+    if type(topic) is str and type(group) is str and type(broker_name) is str and \
+            type(queue_id) is int and type(ack_offset) is int and type(pop_time) is int:
+        # Once per ACK: strings and ints (not bool, not None) are written as they are.
+        return f"{topic}@{queue_id}@{ack_offset}@{group}@{pop_time}@{broker_name}@ack"
     return (f"{_j(topic)}{SPLIT}{_j(queue_id)}{SPLIT}{_j(ack_offset)}{SPLIT}{_j(group)}"
             f"{SPLIT}{_j(pop_time)}{SPLIT}{_j(broker_name)}{SPLIT}{ACK_TAG}")
 

@@ -226,8 +226,8 @@ class PopReviveService:
         of the pop). ``(None, -1)`` when there is none."""
         broker = ack.broker_name if ack.broker_name and ack.broker_name.strip() else \
             self.broker_name
-        candidates = self._loose.get(_loose_key(ack.topic, ack.consumer_group, ack.queue_id,
-                                                ack.pop_time, broker))
+        candidates = self._loose.get((ack.topic, ack.consumer_group, ack.queue_id, ack.pop_time,
+                                      broker))  # _loose_key, inline: once per ACK
         if not candidates:
             return None, -1
         best: LiveCheckPoint | None = None
