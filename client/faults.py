@@ -24,20 +24,9 @@ gRPC calls (RocketMQ 5's MessagingService, target "grpc") are hooked on the
 recorded with their RPC name (``rpc``/``name`` "SendMessage", ``code`` 0), peer and client id.
 Rules name RPCs (``rpcs``; a code list may mix RPC names and request codes); a rule naming only RPCs
 targets "grpc" unless told otherwise, and a rule naming neither codes nor RPCs hits gRPC calls only
-when its target is "grpc" or "any". The actions on a gRPC call:
-
-  ``drop``           never answered (the client's deadline ends it);
-  ``drop_response``  processed (the message IS stored, a received message IS invisible) and never
-                     answered; a Telemetry stream is dropped unprocessed;
-  ``delay``          a unary call (SendMessage, AckMessage, ...) is processed and answered
-                     ``delay`` seconds late; ReceiveMessage's responses are held and sent ``delay``
-                     seconds after the handler ended; Telemetry starts ``delay`` seconds late;
-  ``error``          answered at once without processing: with the gRPC status ``grpc_status``
-                     (UNAVAILABLE, 14, ...) if given, else OK with an ``apache.rocketmq.v2.Status``
-                     in the response: ``status_code`` (a v2 Code: TOO_MANY_REQUESTS, 50001, ...), or
-                     ``error_code`` mapped by the proxy's ``ResponseBuilder.buildCode`` table
-                     (SYSTEM_BUSY: TOO_MANY_REQUESTS, anything unknown: INTERNAL_SERVER_ERROR);
-  ``close``          the HTTP/2 connection is closed (every call on it ends).
+when its target is "grpc" or "any". What each action does to a gRPC call is told in
+:mod:`rocketmq_emu.client.faults_grpc`, which holds the gRPC side (RPC names, status vocabularies,
+the hooks on the GrpcServerFactory; its parsers are re-exported here).
 
 A gRPC call is also converted into the broker's remoting requests (the proxy in Local mode), which
 the broker's dispatcher records and faults as any remoting client's (target "broker").
@@ -54,13 +43,12 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from twisted.internet import defer, task
 
-from rocketmq_emu.broker.grpc.call import DROP as GRPC_DROP
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode, request_name
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.broker.remoting.protocol import (
@@ -69,51 +57,22 @@ from rocketmq_emu.broker.remoting.protocol import (
     RequestEvent,
     error_response,
 )
+from rocketmq_emu.client.faults_grpc import (
+    GrpcFaults,
+    grpc_rpc_names,
+    parse_grpc_status,
+    parse_rpc,
+    parse_status_code,
+)
+
+__all__ = ["ACTIONS", "TARGETS", "FaultInjector", "FaultRule", "RequestRecord", "grpc_rpc_names",
+           "parse_code", "parse_grpc_status", "parse_response_code", "parse_rpc",
+           "parse_status_code"]
 
 log = logging.getLogger(__name__)
 
 ACTIONS = ("drop", "drop_response", "delay", "error", "close")
 TARGETS = ("broker", "namesrv", "grpc", "any")
-
-
-def grpc_rpc_names() -> tuple[str, ...]:
-    """The RPC names of RocketMQ 5's MessagingService, in declaration order."""
-    from rocketmq_emu.broker.grpc import messages
-
-    return tuple(m.name for m in messages.service_methods())
-
-
-def parse_rpc(value: Any) -> str | None:
-    """The MessagingService RPC named ``value`` (case-insensitive: ``sendmessage`` is
-    ``SendMessage``), or None if it names none."""
-    if not isinstance(value, str):
-        return None
-    text = value.strip().lower()
-    return next((name for name in grpc_rpc_names() if name.lower() == text), None)
-
-
-def parse_grpc_status(value: int | str) -> int:
-    """A gRPC status code from an int, a digit string or a name (UNAVAILABLE)."""
-    from rocketmq_emu.broker.grpc.wire import StatusCode
-
-    text = str(value).strip()
-    try:
-        return int(StatusCode(int(text))) if text.lstrip("-").isdigit() else int(StatusCode[text.upper()])
-    except (KeyError, ValueError):
-        raise ValueError(f"unknown gRPC status code {value!r}") from None
-
-
-def parse_status_code(value: int | str) -> int:
-    """An ``apache.rocketmq.v2.Code`` from an int, a digit string or a name (TOO_MANY_REQUESTS)."""
-    from rocketmq_emu.broker.grpc.status import Code
-
-    text = str(value).strip()
-    if text.lstrip("-").isdigit():
-        return int(text)
-    try:
-        return int(getattr(Code, text.upper()))
-    except AttributeError:
-        raise ValueError(f"unknown RocketMQ status code {value!r}") from None
 
 
 def parse_code(value: int | str) -> int:
@@ -273,8 +232,7 @@ class FaultInjector:
         self._attached: list[_Attachment] = []
         self._lock = threading.Lock()
         self.recording = True
-        # gRPC calls told to the observer, waiting for the interceptor (same tick).
-        self._grpc_pending: dict[int, RequestRecord] = {}
+        self._grpc = GrpcFaults(self)
 
     # --- attachment ---------------------------------------------------------------------------
     def attach(self, target: str, dispatcher: Any, name: str | None = None) -> None:
@@ -299,12 +257,7 @@ class FaultInjector:
         self._attached.append(_Attachment(target, server, dispatcher, interceptor, observer))
 
     def _attach_grpc(self, factory: Any, server: str) -> None:
-        def interceptor(call: Any, request: Any) -> Any:
-            return self._intercept_grpc(factory, call, request)
-
-        def observer(event: Any) -> None:
-            self._observe_grpc(server, event)
-
+        interceptor, observer = self._grpc.hooks(factory, server)
         factory.add_interceptor(interceptor)
         factory.add_observer(observer)
         self._attached.append(_Attachment("grpc", server, factory, interceptor, observer))
@@ -440,7 +393,7 @@ class FaultInjector:
         """Forget recorded requests."""
         with self._lock:
             self._records.clear()
-            self._grpc_pending.clear()
+        self._grpc.clear()
 
     def reset(self) -> None:
         """Remove rules and records."""
@@ -451,13 +404,11 @@ class FaultInjector:
     def _observe(self, target: str, server: str, event: RequestEvent) -> None:
         if not self.recording:
             return
-        rec = RequestRecord(
-            next(self._seq), target, server, event.code, request_name(event.code), event.opaque,
-            bool(event.flag & 2), dict(event.ext_fields), event.body_len,
-            f"{event.peer[0]}:{event.peer[1]}", event.time, time.time(),
+        rec = self._add_record(
+            target=target, server=server, code=event.code, name=request_name(event.code),
+            opaque=event.opaque, oneway=bool(event.flag & 2), ext_fields=dict(event.ext_fields),
+            body_len=event.body_len, peer=f"{event.peer[0]}:{event.peer[1]}", time=event.time,
         )
-        with self._lock:
-            self._records.append(rec)
         # Remember it on the connection so the interceptor can stamp the outcome.
         pending = getattr(event.conn, "_rmq_emu_records", None)
         if pending is None:
@@ -468,14 +419,25 @@ class FaultInjector:
                 return
         pending[event.opaque] = rec
 
+    def _add_record(self, *, call: Any = None, **fields: Any) -> RequestRecord:
+        """Log a request: a :class:`RequestRecord` of ``fields`` with the next ``seq`` and the wall
+        time; ``call`` (a gRPC call's ServerCall) is read by :meth:`RequestRecord.refresh`."""
+        rec = RequestRecord(seq=next(self._seq), wall=time.time(), **fields)
+        if call is not None:
+            rec.__dict__["_call"] = call
+        with self._lock:
+            self._records.append(rec)
+        return rec
+
     def _record_for(self, conn: Any, cmd: RemotingCommand) -> RequestRecord | None:
         pending = getattr(conn, "_rmq_emu_records", None)
         return pending.pop(cmd.opaque, None) if pending else None
 
-    def _match(self, target: str, server: str, code: int) -> FaultRule | None:
+    def _hit(self, applies: Callable[[FaultRule], bool]) -> FaultRule | None:
+        """The first rule that ``applies`` (its hit counted), or None."""
         with self._lock:
             for rule in self._rules:
-                if rule.matches(target, code, server):
+                if applies(rule):
                     rule.hits += 1
                     return rule
         return None
@@ -484,7 +446,7 @@ class FaultInjector:
                    cmd: RemotingCommand, conn: Any) -> Any:
         rec = self._record_for(conn, cmd)
         start = time.monotonic()
-        rule = self._match(target, server, cmd.code)
+        rule = self._hit(lambda r: r.matches(target, cmd.code, server))
         if rule is not None:
             log.info("fault %s (rule %d) on %s %d from %s", rule.action, rule.id, target, cmd.code,
                      getattr(conn, "peer_addr", "?"))
@@ -516,149 +478,3 @@ class FaultInjector:
             if isinstance(resp, RemotingCommand):
                 rec.response_code = resp.code
         return resp
-
-    # --- gRPC hooks ---------------------------------------------------------------------------
-    def _observe_grpc(self, server: str, event: Any) -> None:
-        if not self.recording:
-            return
-        metadata = {k: v for k, v in event.metadata.metadata
-                    if k.startswith("x-mq-") and isinstance(v, str)}
-        request = event.request
-        now = self.clock.seconds() if self.clock is not None else event.time
-        rec = RequestRecord(
-            next(self._seq), "grpc", server, 0, event.rpc, event.call.stream_id, False, metadata,
-            request.ByteSize() if request is not None and hasattr(request, "ByteSize") else 0,
-            f"{event.peer[0]}:{event.peer[1]}", now, time.time(), rpc=event.rpc,
-            client_id=metadata.get("x-mq-client-id"),
-        )
-        rec.__dict__["_call"] = event.call  # read by refresh() once the call ended
-        with self._lock:
-            self._records.append(rec)
-            self._grpc_pending[id(event.call)] = rec
-
-    def _match_rpc(self, rpc: str) -> FaultRule | None:
-        with self._lock:
-            for rule in self._rules:
-                if rule.matches_rpc(rpc):
-                    rule.hits += 1
-                    return rule
-        return None
-
-    def _intercept_grpc(self, factory: Any, call: Any, request: Any) -> Any:
-        with self._lock:
-            rec = self._grpc_pending.pop(id(call), None)
-        rule = self._match_rpc(call.method.name)
-        if rule is None:
-            return None
-        log.info("fault %s (rule %d) on gRPC %s from %s", rule.action, rule.id, call.method.name,
-                 call.connection.peer_addr)
-        if rec is not None:
-            rec.fault = rule.action
-        kind = call.method.kind
-        if rule.action == "drop":
-            return GRPC_DROP
-        if rule.action == "close":
-            call.connection.transport.loseConnection()
-            return GRPC_DROP
-        if rule.action == "error":
-            return self._grpc_error(rule, call)
-        if kind == "stream_stream" or kind == "stream_unary":
-            if rule.action == "drop_response":
-                return GRPC_DROP
-            return task.deferLater(self.reactor, rule.delay, lambda: None)
-        start = time.monotonic()
-        handler = factory.handlers[call.method.name]
-        if kind == "unary_unary":
-            d = defer.maybeDeferred(handler, request, call)
-            d.addCallback(_unary_answer)
-        else:  # unary_stream: the handler sends into a holder, replayed (or not) below
-            held = _HeldCall(call)
-            d = defer.maybeDeferred(handler, request, held).addCallback(lambda _: held)
-        if rule.action == "delay":
-            d.addCallback(lambda result: task.deferLater(self.reactor, rule.delay, lambda: result))
-
-        def answer(result: Any) -> Any:
-            if rec is not None:
-                rec.latency_ms = (time.monotonic() - start) * 1000
-            if rule.action == "drop_response":
-                return GRPC_DROP
-            if isinstance(result, _HeldCall):
-                result.replay()
-                return GRPC_DROP  # the call is finished already: the transport ignores this
-            return result
-
-        return d.addCallback(answer)
-
-    @staticmethod
-    def _grpc_error(rule: FaultRule, call: Any) -> Any:
-        from rocketmq_emu.broker.grpc.status import Code, build_status, remoting_code
-        from rocketmq_emu.broker.grpc.wire import GrpcError, StatusCode
-
-        if rule.grpc_status is not None:
-            code = StatusCode(rule.grpc_status)
-            return GrpcError(code, rule.remark or f"[rmq-emu fault] {code.name}")
-        status = rule.status_code if rule.status_code is not None else remoting_code(rule.error_code)
-        response = call.method.response()
-        if "status" not in response.DESCRIPTOR.fields_by_name:
-            return GrpcError(StatusCode.INTERNAL, rule.remark or f"[rmq-emu fault] {Code.name(status)}")
-        response.status.CopyFrom(build_status(status, rule.remark or f"[rmq-emu fault] {Code.name(status)}"))
-        return response
-
-
-def _unary_answer(response: Any) -> Any:
-    """A unary handler's answer for an interceptor to return (None would re-run the chain)."""
-    if response is None:
-        from rocketmq_emu.broker.grpc.wire import GrpcError, StatusCode
-
-        raise GrpcError(StatusCode.INTERNAL, "Completed without a response")
-    return response
-
-
-class _HeldCall:
-    """The ServerCall a fault rule hands a server-streaming handler: what the handler sends and
-    its finish are kept (:meth:`replay` writes them to the real call later); everything else is
-    the real call's."""
-
-    def __init__(self, call: Any) -> None:
-        self._call = call
-        self._sent: list[Any] = []
-        self._status: tuple[Any, str] | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._call, name)
-
-    @property
-    def finished(self) -> bool:
-        """The handler finished the call (as far as it can tell)."""
-        return self._status is not None or self._call.finished
-
-    @property
-    def active(self) -> bool:
-        """Neither finished by the handler nor ended on the real call."""
-        return self._status is None and self._call.active
-
-    def send(self, message: Any) -> bool:
-        """Keep ``message`` for :meth:`replay`."""
-        if not self.active:
-            return False
-        self._sent.append(message)
-        return True
-
-    def finish(self, code: Any = 0, message: str = "") -> bool:
-        """Keep the status for :meth:`replay`."""
-        if not self.active:
-            return False
-        self._status = (code, message)
-        return True
-
-    def abort(self, error: Exception) -> bool:
-        """Keep a GrpcError's status (UNKNOWN for another exception) for :meth:`replay`."""
-        return self.finish(getattr(error, "code", 2), getattr(error, "message", str(error)))
-
-    def replay(self) -> None:
-        """Send what the handler sent, then its status (OK if it set none)."""
-        call = self._call
-        for message in self._sent:
-            call.send(message)
-        code, message = self._status if self._status is not None else (0, "")
-        call.finish(code, message)
