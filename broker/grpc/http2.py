@@ -12,8 +12,9 @@ its own (SETTINGS ACK, PING ACK, WINDOW_UPDATE) and taken with
 
 What a gRPC server needs and no more: no server push, no priorities (PRIORITY is parsed and
 ignored, RFC 9113 5.3.2), no HTTP semantics beyond the one below (the gRPC layer checks the
-headers it needs). Header blocks are decoded with the ``hpack`` library's Decoder and encoded
-with :class:`~rocketmq_emu.broker.grpc.hpack_plain.PlainEncoder`.
+headers it needs). Header blocks are decoded with
+:class:`~rocketmq_emu.broker.grpc.hpack_decode.HeaderDecoder` and encoded with
+:class:`~rocketmq_emu.broker.grpc.hpack_plain.PlainEncoder`.
 
 * Our receive windows: ``stream_window`` per stream, ``connection_window`` for the connection;
   DATA is taken as consumed once handed over, and credited back with WINDOW_UPDATE at the end of
@@ -31,9 +32,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from hpack import Decoder
-from hpack.exceptions import HPACKError
-
+from rocketmq_emu.broker.grpc.hpack_decode import HeaderBlockError, HeaderDecoder
 from rocketmq_emu.broker.grpc.hpack_plain import PlainEncoder
 from rocketmq_emu.broker.grpc.http2_frames import (
     ACK,
@@ -134,7 +133,7 @@ class H2ServerConnection(Sender):
         self._preface = CONNECTION_PREFACE
         self._settings_seen = False
         self._continuation: tuple[int, int, list[bytes]] | None = None
-        self._decoder = Decoder(max_header_list_size)
+        self._decoder = HeaderDecoder(max_header_list_size)
         self._blocked: dict[int, Stream] = {}
         self._credit: list[Stream] = []
         self._handlers = (self._on_data, self._on_headers, self._on_priority, self._on_rst_stream,
@@ -307,14 +306,14 @@ class H2ServerConnection(Sender):
         self.listener.on_request(stream_id, headers, end)
 
     def _decode(self, block: bytes) -> list[tuple[bytes, bytes]]:
-        """Decode a header block with hpack (RFC 7541); a bad one is a COMPRESSION_ERROR (4.3).
+        """Decode a header block (RFC 7541); a bad one is a COMPRESSION_ERROR (4.3).
 
         No cache of decoded blocks: the 5.x SDKs send a fresh ``x-mq-request-id`` (and
         ``authorization``) with incremental indexing in every request, so every block changes
         the dynamic table and none could be reused (measured: 0 hits in 500 calls)."""
         try:
-            return self._decoder.decode(block, raw=True)
-        except HPACKError as exc:
+            return self._decoder.decode(block)
+        except HeaderBlockError as exc:
             raise _Fatal(ErrorCode.COMPRESSION_ERROR, f"header block: {exc} (4.3)") from None
 
     def _on_priority(self, flags: int, stream_id: int, payload: bytes) -> None:

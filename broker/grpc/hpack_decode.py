@@ -1,0 +1,218 @@
+"""The HPACK decoder of the gRPC server's request header blocks (RFC 7541).
+
+:class:`HeaderDecoder` replaces the ``hpack`` library's Decoder, which logs about thirty debug
+calls per block and walks generic code even when every field is an index: here one loop reads
+the representations (RFC 7541 6), with the static table (Appendix A, taken from ``hpack``'s
+:class:`~hpack.table.HeaderTable` rather than retyped) and one dynamic table per connection
+(2.3.2, 4: size accounting with the 32-octet entry overhead, eviction, size updates bounded by
+our SETTINGS_HEADER_TABLE_SIZE). Huffman-coded string literals (5.2, Appendix B) are decoded by
+``hpack``'s own :func:`~hpack.huffman_table.decode_huffman`.
+
+HPACK is bit-level prefix integers and string literals, not fixed byte layouts: read in plain
+code. Every malformed block (a bad index, an integer over the limit, a truncated block, a size
+update over the limit or after a field, a bad Huffman string, a header list over
+``max_header_list_size``) raises :class:`HeaderBlockError`, which the connection turns into
+COMPRESSION_ERROR (a connection error, RFC 9113 4.3): the dynamic table is no longer in step
+with the peer's.
+
+Decoded fields are plain ``(name, value)`` bytes pairs; whether a field was "never indexed"
+(6.2.3) is not kept, since the server re-encodes none of them.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from hpack.exceptions import HPACKDecodingError
+from hpack.huffman_table import decode_huffman
+from hpack.table import HeaderTable
+
+__all__ = ["STATIC_TABLE", "HeaderBlockError", "HeaderDecoder"]
+
+#: RFC 7541 Appendix A: the 61 static entries; entry ``i`` (1-based) is ``STATIC_TABLE[i - 1]``.
+STATIC_TABLE: tuple[tuple[bytes, bytes], ...] = tuple(HeaderTable.STATIC_TABLE)
+_STATIC_COUNT = len(STATIC_TABLE)
+#: Indexed by the HPACK index itself (0 is never valid, 6.1), so the common lookup is one step.
+_STATIC_BY_INDEX: tuple[tuple[bytes, bytes] | None, ...] = (None, *STATIC_TABLE)
+#: 4.1: an entry's size is its name's and value's lengths plus 32.
+ENTRY_OVERHEAD = 32
+#: RFC 9113 6.5.2: SETTINGS_HEADER_TABLE_SIZE's initial value (we announce no other).
+DEFAULT_TABLE_SIZE = 4096
+#: 5.1 allows refusing integers over an implementation limit: four continuation octets (values
+#: up to 2^28 + the prefix) are far beyond any length or index a block of ours can hold.
+_MAX_CONTINUATIONS = 4
+
+
+class HeaderBlockError(HPACKDecodingError):
+    """A header block that cannot be decoded (a COMPRESSION_ERROR, RFC 9113 4.3).
+
+    A subclass of ``hpack``'s decoding error, so code catching that one keeps working."""
+
+
+def _integer_tail(block: bytes, pos: int, value: int) -> tuple[int, int]:
+    """5.1: the continuation octets of an integer whose N-bit prefix was full (``value`` is
+    2^N - 1); returns the integer and the position after it."""
+    shift = 0
+    end = len(block)
+    for _ in range(_MAX_CONTINUATIONS):
+        if pos >= end:
+            raise HeaderBlockError("truncated header block (an integer, RFC 7541 5.1)")
+        octet = block[pos]
+        pos += 1
+        value += (octet & 0x7F) << shift
+        if octet < 0x80:
+            return value, pos
+        shift += 7
+    raise HeaderBlockError("integer over the decoder's limit (RFC 7541 5.1)")
+
+
+def _string(block: bytes, pos: int) -> tuple[bytes, int]:
+    """5.2: a string literal at ``pos`` (H bit, 7-bit prefix length, octets); returns the
+    string (Huffman-decoded when H is set) and the position after it."""
+    if pos >= len(block):
+        raise HeaderBlockError("truncated header block (a string literal, RFC 7541 5.2)")
+    first = block[pos]
+    length = first & 0x7F
+    pos += 1
+    if length == 0x7F:
+        length, pos = _integer_tail(block, pos, 0x7F)
+    stop = pos + length
+    if stop > len(block):
+        raise HeaderBlockError("truncated header block (a string literal, RFC 7541 5.2)")
+    data = block[pos:stop]
+    if first & 0x80:
+        try:
+            data = decode_huffman(data)
+        except HPACKDecodingError as exc:  # 5.2: bad code, padding over 7 bits or not all 1s, EOS
+            raise HeaderBlockError(f"{exc} (RFC 7541 5.2)") from None
+    return data, stop
+
+
+class HeaderDecoder:
+    """Decodes one connection's request header blocks, in order (:meth:`decode`).
+
+    ``max_table_size`` is our SETTINGS_HEADER_TABLE_SIZE, the bound of the peer's size updates
+    (RFC 7541 4.2, 6.3); ``max_header_list_size`` bounds a block's decoded size (RFC 9113
+    6.5.2: names, values and 32 octets a field).
+    """
+
+    __slots__ = ("_entries", "_size", "_table_size", "max_header_list_size", "max_table_size")
+
+    def __init__(self, max_header_list_size: int = 1 << 16,
+                 max_table_size: int = DEFAULT_TABLE_SIZE) -> None:
+        self.max_header_list_size = max_header_list_size
+        self.max_table_size = max_table_size
+        #: 2.3.2: the dynamic table, newest entry first (index 62 is ``_entries[0]``).
+        self._entries: deque[tuple[bytes, bytes]] = deque()
+        self._size = 0
+        self._table_size = max_table_size
+
+    @property
+    def table_size(self) -> int:
+        """The dynamic table's current maximum size (4.2: the peer's last size update)."""
+        return self._table_size
+
+    @property
+    def entries(self) -> list[tuple[bytes, bytes]]:
+        """The dynamic table's entries, newest first (for tests)."""
+        return list(self._entries)
+
+    @property
+    def size(self) -> int:
+        """The dynamic table's size (4.1: entries' lengths plus 32 each)."""
+        return self._size
+
+    def _field(self, index: int) -> tuple[bytes, bytes]:
+        """2.3.3: the entry at ``index`` of the static table then the dynamic one."""
+        if 0 < index <= _STATIC_COUNT:
+            return STATIC_TABLE[index - 1]
+        at = index - _STATIC_COUNT - 1
+        if at < 0 or at >= len(self._entries):
+            raise HeaderBlockError(f"index {index} outside the tables (RFC 7541 2.3.3)")
+        return self._entries[at]
+
+    def _add(self, name: bytes, value: bytes) -> None:
+        """4.4: add an entry, evicting the oldest ones to make room; one larger than the
+        table's maximum size empties it and is not added."""
+        size = len(name) + len(value) + ENTRY_OVERHEAD
+        entries = self._entries
+        if size > self._table_size:
+            entries.clear()
+            self._size = 0
+            return
+        used = self._size + size
+        limit = self._table_size
+        while used > limit:
+            old_name, old_value = entries.pop()
+            used -= len(old_name) + len(old_value) + ENTRY_OVERHEAD
+        entries.appendleft((name, value))
+        self._size = used
+
+    def _resize(self, size: int) -> None:
+        """6.3 / 4.3: a dynamic table size update, evicting entries until the table fits."""
+        if size > self.max_table_size:
+            raise HeaderBlockError(
+                f"table size update to {size} over our limit {self.max_table_size} (RFC 7541 6.3)")
+        self._table_size = size
+        entries = self._entries
+        used = self._size
+        while used > size:
+            old_name, old_value = entries.pop()
+            used -= len(old_name) + len(old_value) + ENTRY_OVERHEAD
+        self._size = used
+
+    def decode(self, block: bytes) -> list[tuple[bytes, bytes]]:
+        """The fields of one complete header block (RFC 7541 3.2), in order; the dynamic table
+        moves as the block says. Raises :class:`HeaderBlockError` on a malformed block."""
+        headers: list[tuple[bytes, bytes]] = []
+        append = headers.append
+        static = _STATIC_BY_INDEX
+        limit = self.max_header_list_size
+        listed = 0
+        pos = 0
+        end = len(block)
+        while pos < end:
+            first = block[pos]
+            pos += 1
+            if first & 0x80:  # 6.1 Indexed Header Field: 1, 7-bit prefix index
+                index = first & 0x7F
+                if index == 0x7F:
+                    index, pos = _integer_tail(block, pos, index)
+                field = static[index] if 0 < index <= _STATIC_COUNT else self._field(index)
+                name, value = field
+            elif first & 0x40:  # 6.2.1 Literal with Incremental Indexing: 01, 6-bit name index
+                index = first & 0x3F
+                if index == 0x3F:
+                    index, pos = _integer_tail(block, pos, index)
+                if index:
+                    name = self._field(index)[0]
+                else:
+                    name, pos = _string(block, pos)
+                value, pos = _string(block, pos)
+                self._add(name, value)
+                field = (name, value)
+            elif first & 0x20:  # 6.3 Dynamic Table Size Update: 001, 5-bit prefix size
+                if headers:  # 4.2: only at the start of a block
+                    raise HeaderBlockError("table size update after a field (RFC 7541 4.2)")
+                size = first & 0x1F
+                if size == 0x1F:
+                    size, pos = _integer_tail(block, pos, size)
+                self._resize(size)
+                continue
+            else:  # 6.2.2 without Indexing (0000) / 6.2.3 Never Indexed (0001): 4-bit name index
+                index = first & 0x0F
+                if index == 0x0F:
+                    index, pos = _integer_tail(block, pos, index)
+                if index:
+                    name = self._field(index)[0]
+                else:
+                    name, pos = _string(block, pos)
+                value, pos = _string(block, pos)
+                field = (name, value)
+            listed += len(name) + len(value) + ENTRY_OVERHEAD
+            if listed > limit:
+                raise HeaderBlockError(f"header list over {limit} octets (RFC 9113 6.5.2)")
+            append(field)
+        if self._table_size > self.max_table_size:  # 4.2: our limit shrank, no update came
+            raise HeaderBlockError("the table was not shrunk to our limit (RFC 7541 4.2)")
+        return headers
