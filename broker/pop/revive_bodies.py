@@ -1,6 +1,7 @@
 """The JSON bodies of RocketMQ 5's revive topic: ``PopCheckPoint`` ("ck"), ``AckMsg`` ("ack"),
 ``BatchAckMsg`` ("bAck") (apache/rocketmq ``store/.../store/pop/``, 5.3.3 and later), and the
-bitmap helpers of ``DataConverter`` the revive logic marks acknowledged messages with.
+bitmap helpers of ``DataConverter`` the revive logic marks acknowledged messages with
+(defined in :mod:`rocketmq_emu.broker.pop.java_bits`, re-exported here).
 
 **Writing** matches what the Java broker writes with fastjson 1.2.83's ``JSON.toJSONString``
 (``PopMessageProcessor.buildCkMsg``, ``AckMessageProcessor``, ``ChangeInvisibleTimeProcessor``,
