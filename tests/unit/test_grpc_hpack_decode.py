@@ -13,10 +13,18 @@ from typing import Any
 import pytest
 from hpack import Decoder, Encoder
 from hpack.exceptions import HPACKDecodingError
+from hpack.huffman import HuffmanEncoder
+from hpack.huffman_constants import REQUEST_CODES, REQUEST_CODES_LENGTH
+from hpack.huffman_table import decode_huffman as hpack_decode_huffman
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketmq_emu.broker.grpc.hpack_decode import STATIC_TABLE, HeaderBlockError, HeaderDecoder
+from rocketmq_emu.broker.grpc.hpack_decode import (
+    STATIC_TABLE,
+    HeaderBlockError,
+    HeaderDecoder,
+    decode_huffman,
+)
 from rocketmq_emu.broker.grpc.http2 import H2ServerConnection
 from rocketmq_emu.broker.grpc.http2_frames import (
     CONNECTION_PREFACE,
@@ -226,6 +234,40 @@ def test_sdk_like_blocks_in_sequence() -> None:
                    + uuid.uuid4().hex.upper().encode())]
         assert decoder.decode(encoder.encode(fields)) == fields
         assert decoder.size <= 4096
+
+
+_HUFFMAN = HuffmanEncoder(REQUEST_CODES, REQUEST_CODES_LENGTH)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=200))
+def test_huffman_round_trips_every_octet_string(text: bytes) -> None:
+    """Appendix B: any octets, Huffman-coded by hpack, decode back."""
+    assert decode_huffman(_HUFFMAN.encode(text)) == text
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.binary(max_size=12) | st.binary(max_size=12).map(lambda b: _HUFFMAN.encode(b)[:-1] + b"\xff"))
+def test_huffman_agrees_with_hpacks_on_any_input(data: bytes) -> None:
+    """Octet steps composed from hpack's nibble steps: same strings, same refusals (5.2)."""
+    try:
+        expected: bytes | None = hpack_decode_huffman(data)
+    except HPACKDecodingError:
+        expected = None
+    if expected is None:
+        with pytest.raises(HeaderBlockError):
+            decode_huffman(data)
+    else:
+        assert decode_huffman(data) == expected
+
+
+@pytest.mark.parametrize("data", [b"\x00", b"\xff" * 4, b"\xfe", b"\x1f\xff\xff", b"\xff\xff\xff\xfc"])
+def test_huffman_refusals(data: bytes) -> None:
+    """5.2: padding not all 1s or over 7 bits, and the EOS code, are errors."""
+    with pytest.raises(HPACKDecodingError):
+        hpack_decode_huffman(data)
+    with pytest.raises(HeaderBlockError):
+        decode_huffman(data)
 
 
 _BAD_BLOCKS = {
