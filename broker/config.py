@@ -78,6 +78,10 @@ class BrokerConfig:
     short_polling_time_mills: int = 1000
     notify_consumer_ids_changed_enable: bool = True
     reject_transaction_message: bool = False
+    #: RocketMQ 5.3 RECALL_MESSAGE. Apache's default is false (recall answers NO_PERMISSION
+    #: until enabled); the emulator serves it unless ``recallMessageEnable=false``.
+    recall_message_enable: bool = True
+    allow_recall_when_broker_not_writeable: bool = True
     #: RocketMQ 5: whether UPDATE_AND_CREATE_TOPIC may set ``+message.type=MIXED``.
     enable_mixed_message_type: bool = False
     # --- SQL92 filters and transactions (BrokerConfig.java; used by broker.filter and

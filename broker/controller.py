@@ -45,6 +45,7 @@ from rocketmq_emu.broker.processors.context import BrokerContext
 from rocketmq_emu.broker.processors.end_transaction import EndTransactionProcessor
 from rocketmq_emu.broker.processors.pull import PullMessageProcessor
 from rocketmq_emu.broker.processors.query import QueryMessageProcessor
+from rocketmq_emu.broker.processors.recall import RecallMessageProcessor
 from rocketmq_emu.broker.processors.reply import ReplyMessageProcessor
 from rocketmq_emu.broker.processors.reset_offset import ResetOffsetProcessor
 from rocketmq_emu.broker.processors.send import SendMessageProcessor
@@ -134,6 +135,7 @@ class BrokerController:
         self.end_transaction_processor = EndTransactionProcessor(self.ctx)
         self.register_processor(self.end_transaction_processor)
         self.register_processor(ResetOffsetProcessor(self.ctx))
+        self.register_processor(RecallMessageProcessor(self.ctx))  # RocketMQ 5.3 recall
         # The remaining AdminBrokerProcessor codes (303-329).
         self.register_processor(AdminStatsProcessor(self.ctx))
         self.register_processor(AdminStoreProcessor(self.ctx))

@@ -5,7 +5,9 @@ checks (topic name, forbidden topics, auto-creation from ``TBW102``, queue id), 
 (bornHost = the TCP peer, storeHost = brokerIP1:listenPort, ``CLUSTER`` added, ``WAIT``
 stripped), ``%RETRY%`` → ``%DLQ%`` redirection, DELAY → ``SCHEDULE_TOPIC_XXXX`` and timer
 messages → ``rmq_sys_wheel_timer`` (via :mod:`rocketmq_emu.broker.schedule`), and the response (offset msgId,
-queueId, queueOffset, ``MSG_REGION``, ``TRACE_ON``) once the flush policy is met.
+queueId, queueOffset, ``MSG_REGION``, ``TRACE_ON``; a timer message's ``recallHandle``, 5.3's
+``attachRecallHandle``, see :mod:`~rocketmq_emu.broker.processors.recall`) once the flush policy
+is met.
 
 This is the only path a send takes: :class:`~rocketmq_emu.broker.remoting.protocol.RemotingProtocol`
 decodes the frame into a ``RemotingCommand``, the ``RequestDispatcher`` (request log and fault
@@ -34,6 +36,7 @@ from rocketmq_emu.broker.message import (
     PROPERTY_WAIT_STORE_MSG_OK,
     RETRY_GROUP_TOPIC_PREFIX,
     RMQ_SYS_TRANS_HALF_TOPIC,
+    TIMER_TOPIC,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_TYPE_MASK,
     pack_host,
@@ -51,6 +54,7 @@ from rocketmq_emu.broker.processors.common import (
     validate_topic,
 )
 from rocketmq_emu.broker.processors.context import BrokerContext
+from rocketmq_emu.broker.processors.recall import recall_handle_for
 from rocketmq_emu.broker.remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.broker.remoting.headers import (
@@ -269,6 +273,13 @@ class SendMessageProcessor:
                 self._transform_scheduled(record)
             except TimerMessageError as exc:
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL, str(exc), ext)
+            if record.topic == TIMER_TOPIC and cmd.code != RequestCode.SEND_BATCH_MESSAGE:
+                # attachRecallHandle: only timer messages pay; answered when the send is OK.
+                handle = recall_handle_for(record, ctx.broker_name)
+                result = ctx.store.put_message(record)
+                if handle is not None and result.status is _PUT_OK:
+                    ext["recallHandle"] = handle
+                return self._respond(cmd, result, queue_id, ext, record.topic, 1, len(cmd.body))
         result = ctx.store.put_message(record)
         return self._respond(cmd, result, queue_id, ext, record.topic, 1, len(cmd.body))
 

@@ -165,6 +165,8 @@ class ResponseCode(IntEnum):
     POLLING_FULL = 209
     POLLING_TIMEOUT = 210
     FLOW_CONTROL = 215
+    #: RocketMQ 5.x ResponseCode (RECALL_MESSAGE refusals).
+    ILLEGAL_OPERATION = 604
 
 
 class LanguageCode(IntEnum):

@@ -13,6 +13,13 @@ Difference from RocketMQ 5, on purpose: R5 floors the deliver time to ``timerPre
 (1 s) and so may deliver up to a second early; we keep the exact ms and the wheel never fires
 before it.
 
+Delete markers (RECALL_MESSAGE, R5.3): a timer message carrying ``TIMER_DEL_UNIQKEY``
+(:func:`delete_key` of the message to remove) takes the same path; its deliver time is the
+recall handle's timestamp, the original's ``TIMER_OUT_MS`` + 1, and its own ``TIMER_OUT_MS`` is
+one ms less, the original's, so both land in one bucket and one wheel slot (R5 gets the same
+by flooring both to one slot). A marker whose deliver time has passed is refused
+(``WHEEL_TIMER_MSG_ILLEGAL``), never delivered.
+
 Dequeue, :func:`convert_timer_message` (``TimerMessageStore.convert`` / ``convertMessage``):
 the due message goes to REAL_TOPIC / REAL_QID with ``TIMER_ENQUEUE_MS`` and
 ``TIMER_DEQUEUE_MS`` added; the properties string is computed before REAL_TOPIC / REAL_QID are
@@ -26,6 +33,7 @@ from rocketmq_emu.broker.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
+    PROPERTY_TIMER_DEL_UNIQKEY,
     PROPERTY_TIMER_DELAY_MS,
     PROPERTY_TIMER_DELAY_SEC,
     PROPERTY_TIMER_DELIVER_MS,
@@ -88,7 +96,10 @@ def transform_timer_message(
     if not is_timer_message(record):
         return record
     deliver_ms = timer_deliver_ms(record, now_ms)
+    marker = PROPERTY_TIMER_DEL_UNIQKEY in props
     if deliver_ms <= now_ms:
+        if marker:  # transformTimerMessage: a due delete marker is WHEEL_TIMER_MSG_ILLEGAL
+            raise TimerMessageError(f"timer delete marker deliver time {deliver_ms} is past")
         return record  # RocketMQ 5 delivers a past deliver time at once
     if deliver_ms - now_ms > max_delay_sec * 1000:
         raise TimerMessageError(
@@ -96,13 +107,20 @@ def transform_timer_message(
             f" beyond timerMaxDelaySec={max_delay_sec}"
         )
     new_props = dict(props)
-    new_props[PROPERTY_TIMER_OUT_MS] = str(deliver_ms)
+    # A delete marker's deliver time is its handle's timestamp, the original's TIMER_OUT_MS + 1
+    # (R5 floors both into one slot); we keep exact ms, so the marker takes the original's.
+    new_props[PROPERTY_TIMER_OUT_MS] = str(deliver_ms - 1 if marker else deliver_ms)
     new_props[PROPERTY_REAL_TOPIC] = record.topic
     new_props[PROPERTY_REAL_QUEUE_ID] = str(record.queue_id)
     record.set_properties(new_props)
     record.topic = TIMER_TOPIC
     record.queue_id = 0
     return record
+
+
+def delete_key(real_topic: str, unique_key: str | None) -> str:
+    """``TimerMessageStore.buildDeleteKey``: what a delete marker's TIMER_DEL_UNIQKEY names."""
+    return f"{real_topic}+{unique_key}"
 
 
 def timer_out_ms(record: MessageRecord) -> int | None:

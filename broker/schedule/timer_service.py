@@ -17,6 +17,13 @@ Flow:
    retried ``retry_delay_ms`` later, never skipped.
 5. A bucket in the past whose records are all dispatched is dropped whole (both files).
 
+Recall (RECALL_MESSAGE): the delete marker is a timer message like any other, copied into the
+schedule_log bucket and wheel slot of the message it deletes (same due ms). When a batch fires,
+its markers are taken first and every message one of them names is skipped (R5
+``TimerMessageStore.dequeue`` / ``DequeueGetService``); marker and skipped message are both
+logged in the dispatch_log, so a restart does not bring the message back. A batch waits while
+the replayer is behind or its bucket is still loading, so a marker is never behind its message.
+
 Recovery (:meth:`TimerService.load`): the schedule_log is scanned and verified; the replay
 cursor is ``max(checkpoint, highest source offset in the schedule_log + 1)`` so nothing is
 copied twice even if the checkpoint lagged; the loader re-adds only records missing from
@@ -35,7 +42,12 @@ from typing import Any
 from twisted.internet.task import LoopingCall
 
 from rocketmq_emu.broker.commitlog.record import RecordError, decode_record
-from rocketmq_emu.broker.message import TIMER_TOPIC
+from rocketmq_emu.broker.message import (
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_TIMER_DEL_UNIQKEY,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    TIMER_TOPIC,
+)
 from rocketmq_emu.broker.schedule.checkpoint import TimerCheckpoint
 from rocketmq_emu.broker.schedule.delay_level_service import put_ok
 from rocketmq_emu.broker.schedule.dispatch_log import DispatchLog
@@ -45,6 +57,7 @@ from rocketmq_emu.broker.schedule.timer_loader import BucketLoader
 from rocketmq_emu.broker.schedule.timer_message import (
     DEFAULT_TIMER_MAX_DELAY_SEC,
     convert_timer_message,
+    delete_key,
     timer_out_ms,
 )
 
@@ -90,6 +103,10 @@ class TimerService:
         self._running = False
         self._saved_state: tuple[int, int] | None = None
         self.delivered = 0
+        #: Messages removed by a delete marker (RECALL_MESSAGE) when they fell due.
+        self.deleted = 0
+        self._held: list[tuple[int, tuple[int, int, int, int]]] = []
+        self._release_call: Any = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def load(self) -> bool:
@@ -121,6 +138,10 @@ class TimerService:
         if self._replay_call is not None and self._replay_call.active():
             self._replay_call.cancel()
         self._replay_call = None
+        if self._release_call is not None and self._release_call.active():
+            self._release_call.cancel()
+        self._release_call = None
+        self._held = []  # still on disk, not dispatched: loaded again at the next start
         if self._checkpoint_loop is not None and self._checkpoint_loop.running:
             self._checkpoint_loop.stop()
         self.save_checkpoint(force=True)
@@ -218,9 +239,16 @@ class TimerService:
     def _on_fire(self, batch: list[tuple[int, tuple[int, int, int, int]]]) -> None:
         # Wheel items are (bucket, sequence, position, payload_len): plain int tuples, which
         # the garbage collector stops tracking, so a big wheel does not lengthen GC pauses.
+        batch = self._hold(batch)
+        if not batch:
+            return
         dispatched: dict[int, list[int]] = defaultdict(list)
         now = now_ms(self.clock)
         retry: list[tuple[int, tuple[int, int, int, int]]] = []
+        # TimerMessageStore.dequeue: a slot's delete markers are read first; a message one of
+        # them names is skipped. Both are then logged as dispatched (a restart keeps it so).
+        deletes: set[str] = set()
+        normal: list[tuple[int, tuple[int, int, int, int], Any]] = []
         for due, item in batch:
             bucket, sequence, position, length = item
             try:
@@ -231,6 +259,22 @@ class TimerService:
                           sequence, exc)
                 dispatched[bucket].append(sequence)
                 continue
+            props = record.properties
+            if PROPERTY_TIMER_DEL_UNIQKEY in props:
+                deletes.add(props[PROPERTY_TIMER_DEL_UNIQKEY])
+                dispatched[bucket].append(sequence)
+            else:
+                normal.append((due, item, record))
+        for due, item, record in normal:
+            bucket, sequence = item[0], item[1]
+            if deletes:
+                props = record.properties
+                key = delete_key(props.get(PROPERTY_REAL_TOPIC) or record.topic,
+                                 props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX))
+                if key in deletes:
+                    dispatched[bucket].append(sequence)
+                    self.deleted += 1
+                    continue
             message = convert_timer_message(record, record.store_timestamp, now)
             result = self.store.put_message(message)
             if put_ok(result):
@@ -247,6 +291,37 @@ class TimerService:
             at = now + self.config.retry_delay_ms
             for _due, item in retry:
                 self.wheel.add(at, item)
+
+    def _hold(self, batch: list[tuple[int, tuple[int, int, int, int]]]
+              ) -> list[tuple[int, tuple[int, int, int, int]]]:
+        """What of ``batch`` may be dispatched now; the rest waits in :attr:`_held`.
+
+        R5 dequeues a slot only once its enqueue has passed it. Here a due message waits while
+        the replayer is behind (a delete marker may still be in the timer queue) or while its
+        bucket is being loaded (a marker may lie further on in the file)."""
+        if self._held:
+            batch = self._held + batch
+            self._held = []
+        if self._replay_call is None and self.loader.loading_bucket is None:
+            return batch
+        if self._replay_call is not None:
+            self._held = batch
+            out: list[tuple[int, tuple[int, int, int, int]]] = []
+        else:
+            loading = self.loader.loading_bucket
+            out = [e for e in batch if e[1][0] != loading]
+            self._held = [e for e in batch if e[1][0] == loading]
+        if self._held and self._release_call is None:
+            self._release_call = self.clock.callLater(self.config.tick_ms / 1000.0,
+                                                      self._release_held)
+        return out
+
+    def _release_held(self) -> None:
+        """Dispatch the held entries once the replayer and the loader allow (see
+        :meth:`_hold`)."""
+        self._release_call = None
+        if self._running and self._held:
+            self._on_fire([])
 
     def _maybe_drop(self, bucket: int) -> None:
         """Drop a past bucket whose records are all dispatched."""

@@ -309,6 +309,17 @@ class CheckTransactionStateRequestHeader(CommandHeader):
     topic: str | None = opt("topic")
 
 
+@header
+class RecallMessageRequestHeader(CommandHeader):
+    """RECALL_MESSAGE (370), RocketMQ 5.3 (``RecallMessageRequestHeader``; ``bname`` from
+    ``TopicRequestHeader``)."""
+
+    producer_group: str | None = opt("producerGroup")
+    topic: str | None = req("topic")
+    recall_handle: str | None = req("recallHandle")
+    bname: str | None = opt("bname")
+
+
 __all__ = sorted(
     name
     for name, value in list(globals().items())
