@@ -125,6 +125,8 @@ class ProducerActivity:
             entry.message_id = p["UNIQ_KEY"]
             # 5.x SendMessageProcessor answers transactionId = the message's UNIQ_KEY.
             entry.transaction_id = ext.get("transactionId") or p["UNIQ_KEY"]
+            # 5.3 SendResultEntry.recall_handle: the broker's answer for a timer message.
+            entry.recall_handle = ext.get("recallHandle") or ""
             if sys_flag & TRANSACTION_PREPARED_TYPE and index < len(offset_ids):
                 self._remember_transaction(broker_name, topic, queue_offset,
                                            offset_ids[index], entry.transaction_id)

@@ -4,9 +4,9 @@
 Every unary RPC answers gRPC status OK with its outcome in the response's ``status``; an error
 raised while serving becomes that status (``writeResponse`` / ``ResponseBuilder``). Each RPC is
 turned into the broker's remoting request and dispatched as a remoting client's would be.
-PullMessage, UpdateOffset, GetOffset, QueryOffset, RecallMessage and SyncLiteSubscription have
-no handler: the transport answers UNIMPLEMENTED, as a 5.3 proxy does for the first four and
-the last (RecallMessage needs the 5.3 broker's RECALL_MESSAGE, which this broker lacks).
+PullMessage, UpdateOffset, GetOffset, QueryOffset and SyncLiteSubscription have no handler: the
+transport answers UNIMPLEMENTED, as a 5.3 proxy does. RecallMessage is served as 5.3 serves it
+(the broker's RECALL_MESSAGE, :mod:`~rocketmq_emu.broker.grpc.recall_activity`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from rocketmq_emu.broker.grpc.consumer_activity import ConsumerActivity
 from rocketmq_emu.broker.grpc.context import ProxyContext
 from rocketmq_emu.broker.grpc.producer_activity import ProducerActivity
 from rocketmq_emu.broker.grpc.proxy_state import ProxyState
+from rocketmq_emu.broker.grpc.recall_activity import RecallActivity
 from rocketmq_emu.broker.grpc.status import status_of
 
 #: The unary RPCs, by name: (activity attribute, method, response message).
@@ -38,6 +39,7 @@ _UNARY = {
     "AckMessage": ("consumer", "ack_message", "AckMessageResponse"),
     "ChangeInvisibleDuration": ("consumer", "change_invisible_duration",
                                 "ChangeInvisibleDurationResponse"),
+    "RecallMessage": ("recall", "recall_message", "RecallMessageResponse"),
 }
 
 
@@ -51,6 +53,7 @@ class MessagingService:
         self.client = ClientActivity(self.state)
         self.consumer = ConsumerActivity(self.state)
         self.producer = ProducerActivity(self.state, self.consumer.latest_handle)
+        self.recall = RecallActivity(self.state)
 
     def start(self) -> None:
         """Start the periodic work (renewal of held messages' invisible time)."""
