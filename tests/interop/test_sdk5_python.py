@@ -1,6 +1,6 @@
 """The RocketMQ 5.x Python SDK (PyPI ``rocketmq-python-client==5.1.2``, gRPC) against
-``rmq-emu up --grpc-port``, unmodified: producer (normal, FIFO, delay, transaction with
-check-back), SimpleConsumer (receive, ack, invisible time, change invisible duration, DLQ),
+``rmq-emu up --grpc-port``, unmodified: producer (normal, FIFO, delay, recall, transaction
+with check-back), SimpleConsumer (receive, ack, invisible time, change invisible duration, DLQ),
 PushConsumer (retry, FIFO order, FIFO dead letters), and the same store as the 4.x remoting
 clients (PyPI ``rocketmq==0.4.4``). Each client runs in a subprocess (clients/sdk5_py_*.py).
 
@@ -183,6 +183,28 @@ def test_delay_message_is_delivered_at_its_delivery_timestamp(sdk):
     got = wait_events(cons, 1)[0]
     assert got["delivery_timestamp"] == deliver_at
     assert got["message_type"] == 3  # DELAY
+    cons.wait(30)
+
+
+def test_recalled_delay_message_is_never_delivered(sdk):
+    """Producer.recall_message with the send's recall handle: of two DELAY messages due at
+    the same time, the recalled one is not delivered when the clock passes it."""
+    topic, group = unique("S5Recall"), unique("GID_S5Recall")
+    update_topic(sdk.emulator, topic, message_type="DELAY")
+    cons = _consumer(sdk, "sdk5_py_simple_consumer.py", topic=topic, group=group, expect=1)
+    deliver_at = (business_now_ms(sdk.emulator) + 60_000) // 1000 * 1000
+    prod = _produce(sdk, topic=topic, mode="delay", deliver_at_ms=deliver_at, count=2,
+                    recall=[0])
+    sent = prod.events("sent")
+    assert len(sent) == 2 and all(e["recall_handle"] for e in sent), prod.diagnostics()
+    assert [e["message_id"] for e in prod.events("recalled")] == [sent[0]["message_id"]], \
+        prod.diagnostics()
+    advance_clock(sdk.emulator, 61)
+    got = wait_events(cons, 1)
+    assert [e["body"] for e in got] == [sent[1]["body"]]
+    time.sleep(3)
+    assert [e["body"] for e in cons.events("received")] == [sent[1]["body"]], \
+        cons.diagnostics()
     cons.wait(30)
 
 

@@ -6,9 +6,11 @@ Config (one JSON argument): ``endpoint``, ``topic``, ``count`` (default 1), ``mo
 ``transaction`` (each message in its own transaction, committed unless its index is in
 ``unknown``: those stay undecided so the broker checks back; the checker answers COMMIT),
 ``body_prefix``, ``tag``, ``wait_checks`` (transaction: stay until this many check-backs),
+``recall`` (indexes recalled right after their send with ``Producer.recall_message``),
 ``timeout``.
 
-Prints ``started``, ``sent`` / ``send_error`` per message, ``checked`` per check-back, ``done``.
+Prints ``started``, ``sent`` / ``send_error`` per message (with its ``recall_handle``),
+``recalled`` / ``recall_error`` per recall, ``checked`` per check-back, ``done``.
 """
 
 from __future__ import annotations
@@ -76,7 +78,15 @@ def main() -> None:
             continue
         emit(event="sent", index=i, body=body, group=group, message_id=receipt.message_id,
              transaction_id=receipt.transaction_id, offset=receipt.offset,
-             decided=mode != "transaction" or i not in unknown)
+             decided=mode != "transaction" or i not in unknown,
+             recall_handle=receipt.recall_handle)
+        if i in set(cfg.get("recall", ())):
+            try:
+                recalled = producer.recall_message(cfg["topic"], receipt.recall_handle)
+            except Exception as e:  # noqa: BLE001 - the SDK's exception is the observation
+                emit(event="recall_error", index=i, **error_event(e))
+            else:
+                emit(event="recalled", index=i, message_id=recalled)
     stop = stdin_closed_event()
     deadline = time.monotonic() + timeout
     while (len(checks) < cfg.get("wait_checks", 0) and not stop.is_set()
