@@ -58,8 +58,10 @@ class ProxyState:
         return brokers[sorted(brokers)[0]]
 
     def now_ms(self) -> int:
-        """Business time (the brokers' clock) in ms."""
-        return self.any_broker().ctx.now_ms()
+        """Business time (the brokers' clock, the same for all of them) in ms."""
+        for broker in self.brokers().values():
+            return broker.ctx.now_ms()
+        raise ProxyError(Code.INTERNAL_SERVER_ERROR, "no broker is running")
 
     def group_config(self, group: str) -> Any:
         """A subscription group's config from the first broker that has it (no auto-create)."""

@@ -35,9 +35,12 @@ def _blank(text: str) -> bool:
     return not text.strip()
 
 
+_ISO_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def has_control_character(text: str) -> bool:
     """Guava's ``CharMatcher.javaIsoControl``: U+0000–U+001F and U+007F–U+009F."""
-    return any(c <= "\x1f" or "\x7f" <= c <= "\x9f" for c in text)
+    return _ISO_CONTROL.search(text) is not None
 
 
 def validate_topic(topic: str) -> None:

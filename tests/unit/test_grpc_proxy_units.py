@@ -228,3 +228,20 @@ def test_unknown_topic_is_topic_not_found():
     with pytest.raises(ProxyError) as err:
         _routes().select_for_send("Nope", None)
     assert err.value.code == Code.TOPIC_NOT_FOUND
+
+
+@pytest.mark.parametrize("value", ["a\x00b", "tab\there", "del\x7f", "c1\x9f"])
+def test_user_property_value_with_a_control_character_is_refused(value):
+    """Guava's javaIsoControl range (C0, DEL, C1) is refused in property values."""
+    m = grpc_message()
+    m.user_properties["k"] = value
+    with pytest.raises(ProxyError) as err:
+        send_properties(m, "T", "h:1", 0)
+    assert err.value.code == Code.ILLEGAL_MESSAGE_PROPERTY_KEY
+
+
+def test_user_property_with_non_ascii_text_is_kept():
+    """Letters outside ASCII (not control characters) pass."""
+    m = grpc_message()
+    m.user_properties["k"] = "é中\xa0"
+    assert send_properties(m, "T", "h:1", 0)["k"] == "é中\xa0"
