@@ -123,6 +123,37 @@ class GrpcClientChannel:
         self.write_telemetry(command)
 
 
+class InvocationChannel:
+    """The "connection" a request the proxy dispatches to a broker comes from (the proxy's
+    per-invocation ``SimpleChannel``): the client's address, and closed when the gRPC call it
+    serves is cancelled, so a POP parked for a ReceiveMessage is let go with its call."""
+
+    def __init__(self, peer_addr: str, client_id: str, call: Any = None) -> None:
+        self.peer_addr = peer_addr
+        host, _, port = peer_addr.rpartition(":")
+        #: ``(host, port)`` as a remoting connection reports it (the send path's bornHost).
+        self.peer: tuple[str, int] = (host, int(port) if port.isdigit() else 0)
+        self.client_id = client_id
+        self.call = call
+
+    def __repr__(self) -> str:
+        return f"InvocationChannel({self.peer_addr!r}, {self.client_id!r})"
+
+    @property
+    def closed(self) -> bool:
+        """Whether the call this invocation serves is over (cancelled)."""
+        return self.call is not None and self.call.cancelled
+
+    def add_close_callback(self, fn: Callable[[Any], None]) -> None:
+        """Run ``fn(self)`` if the call is cancelled."""
+        if self.call is not None:
+            self.call.add_cancel_callback(lambda _call: fn(self))
+
+    def send_oneway(self, cmd: Any) -> None:
+        """Nothing reaches a client through an invocation (the broker writes to a client's
+        registered :class:`GrpcClientChannel`)."""
+
+
 class ChannelManager:
     """``GrpcChannelManager``: a channel per (client id, broker name)."""
 

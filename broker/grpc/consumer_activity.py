@@ -142,7 +142,7 @@ class ConsumerActivity:
         }
         if request.HasField("attempt_id"):
             header["attemptId"] = request.attempt_id
-        channel = self.state.channel(ctx, broker_name)
+        channel = self.state.conn(ctx)
         cmd = self.state.request(ctx, RequestCode.POP_MESSAGE, header)
         answer = await self.state.invoke(broker_name, cmd, channel)
         result = read_pop_response(answer, topic, broker_name, fifo)
@@ -180,7 +180,7 @@ class ConsumerActivity:
         cmd = self.state.request(ctx, RequestCode.ACK_MESSAGE,
                                  ack_header(parsed, handle, group, topic))
         return await self.state.invoke(parsed.broker_name, cmd,
-                                       self.state.channel(ctx, parsed.broker_name))
+                                       self.state.conn(ctx))
 
     async def _to_dlq(self, ctx: ProxyContext, handle: str, record: Any, group: str,
                       topic: str) -> None:
@@ -194,7 +194,7 @@ class ConsumerActivity:
             "maxReconsumeTimes": 0,
         }
         cmd = self.state.request(ctx, RequestCode.CONSUMER_SEND_MSG_BACK, header)
-        channel = self.state.channel(ctx, parsed.broker_name)
+        channel = self.state.conn(ctx)
         answer = await self.state.invoke(parsed.broker_name, cmd, channel)
         if answer is not None and answer.code == ResponseCode.SUCCESS:
             await self._ack(ctx, parsed.broker_name, handle, group, topic)
@@ -231,7 +231,7 @@ class ConsumerActivity:
                 cmd = self.state.request(ctx, RequestCode.ACK_MESSAGE,
                                          ack_header(handle, handle_string, group, topic))
                 answer = self.state.invoke_then(
-                    handle.broker_name, cmd, self.state.channel(ctx, handle.broker_name),
+                    handle.broker_name, cmd, self.state.conn(ctx),
                     lambda answer, result=result: _ack_result(result, answer))
             except Exception as exc:
                 result.status.CopyFrom(status_of(exc))
@@ -278,7 +278,7 @@ class ConsumerActivity:
         header = change_header(handle, handle_string, group, topic, invisible)
         cmd = self.state.request(ctx, RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header)
         answer = await self.state.invoke(handle.broker_name, cmd,
-                                         self.state.channel(ctx, handle.broker_name))
+                                         self.state.conn(ctx))
         if answer is None or answer.code != ResponseCode.SUCCESS:
             return None
         ext = answer.ext_fields

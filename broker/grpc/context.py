@@ -23,6 +23,8 @@ class ProxyContext:
     remote_address: str
     remaining_ms: int | None
     rpc: str = ""
+    #: The gRPC call being served (None for the proxy's own requests, e.g. renewals).
+    call: Any = None
 
     @classmethod
     def from_call(cls, call: Any, now: float) -> ProxyContext:
@@ -39,6 +41,7 @@ class ProxyContext:
             remote_address=f"{host}:{port}",
             remaining_ms=None if deadline is None else max(0, int((deadline - now) * 1000)),
             rpc=call.method.name,
+            call=call,
         )
 
     def require_client_id(self) -> None:

@@ -94,7 +94,7 @@ class ProducerActivity:
         else:
             body = first.body
         cmd = self.state.request(ctx, RequestCode.SEND_MESSAGE, header, body)
-        channel = self.state.channel(ctx, queue.broker_name)
+        channel = self.state.conn(ctx)
         return self.state.invoke_then(
             queue.broker_name, cmd, channel,
             lambda answer: self._send_response(answer, props, queue.broker_name, topic, sys_flag))
@@ -174,7 +174,7 @@ class ProducerActivity:
             "topic": topic,
         }
         cmd = self.state.request(ctx, RequestCode.END_TRANSACTION, header, oneway=True)
-        self.state.invoke(data.broker_name, cmd, self.state.channel(ctx, data.broker_name))
+        self.state.invoke(data.broker_name, cmd, self.state.conn(ctx))
         response = messages.message_class("EndTransactionResponse")()
         response.status.CopyFrom(ok_status())
         return response
@@ -198,7 +198,7 @@ class ProducerActivity:
             "originTopic": handle.real_topic(topic, group),
             "maxReconsumeTimes": 0,
         }
-        channel = self.state.channel(ctx, handle.broker_name)
+        channel = self.state.conn(ctx)
         cmd = self.state.request(ctx, RequestCode.CONSUMER_SEND_MSG_BACK, header)
         answer = await self.state.invoke(handle.broker_name, cmd, channel)
         code = answer.code if answer is not None else ResponseCode.SYSTEM_ERROR

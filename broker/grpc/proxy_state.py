@@ -15,6 +15,7 @@ from rocketmq_emu.broker.grpc import messages
 from rocketmq_emu.broker.grpc.channel import (
     ChannelManager,
     GrpcClientChannel,
+    InvocationChannel,
     TransactionDataManager,
 )
 from rocketmq_emu.broker.grpc.context import ProxyContext
@@ -95,8 +96,13 @@ class ProxyState:
 
     # --- clients -----------------------------------------------------------------------------
     def channel(self, ctx: ProxyContext, broker_name: str) -> GrpcClientChannel:
-        """The client's channel to a broker."""
+        """The client's channel to a broker (where the broker registers it and writes to it)."""
         return self.channels.channel(ctx.client_id, broker_name, ctx.remote_address)
+
+    @staticmethod
+    def conn(ctx: ProxyContext) -> InvocationChannel:
+        """The connection a request dispatched for this call comes from."""
+        return InvocationChannel(ctx.remote_address, ctx.client_id, ctx.call)
 
     def register_producer(self, ctx: ProxyContext, topic: str, telemetry: Any = None) -> None:
         """``ClientActivity.registerProducer`` in every broker (the topic is the group)."""

@@ -52,7 +52,7 @@ class RecallActivity:
         header = {"topic": topic, "recallHandle": request.recall_handle,
                   "bname": handle.broker_name}
         cmd = self.state.request(ctx, RequestCode.RECALL_MESSAGE, header)
-        channel = self.state.channel(ctx, broker_name)
+        channel = self.state.conn(ctx)
         return self.state.invoke_then(broker_name, cmd, channel, _recall_response)
 
     def _topic_config(self, topic: str) -> Any:

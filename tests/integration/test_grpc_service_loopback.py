@@ -253,3 +253,17 @@ def test_ack_of_a_good_and_a_bad_handle_is_multiple_results(served):
     acked = yield in_thread(client.unary, "AckMessage", ack, "AckMessageResponse")
     assert [e.status.code for e in acked.entries] == [Code.OK, Code.INVALID_RECEIPT_HANDLE]
     assert acked.status.code == Code.MULTIPLE_RESULTS
+
+
+@pytest_twisted.inlineCallbacks
+def test_waiting_receive_is_woken_by_a_message_sent_meanwhile(served):
+    """A ReceiveMessage parked on long polling answers with a message sent while it waits."""
+    _cluster, client = served
+    waiting = in_thread(client.stream, "ReceiveMessage", receive_request(group="GW"),
+                        "ReceiveMessageResponse")
+    yield in_thread(time.sleep, 1.0)
+    yield in_thread(client.unary, "SendMessage", send_request(message(body=b"late")),
+                    "SendMessageResponse")
+    stream = yield waiting
+    assert stream[0].status.code == Code.OK
+    assert stream[1].message.body == b"late"
