@@ -78,9 +78,9 @@ class BrokerConfig:
     short_polling_time_mills: int = 1000
     notify_consumer_ids_changed_enable: bool = True
     reject_transaction_message: bool = False
-    #: RocketMQ 5.3 RECALL_MESSAGE. Apache's default is false (recall answers NO_PERMISSION
-    #: until enabled); the emulator serves it unless ``recallMessageEnable=false``.
-    recall_message_enable: bool = True
+    #: RocketMQ 5.3 RECALL_MESSAGE: off by default as on Apache's broker (recall answers
+    #: NO_PERMISSION until ``recallMessageEnable=true``).
+    recall_message_enable: bool = False
     allow_recall_when_broker_not_writeable: bool = True
     #: RocketMQ 5: whether UPDATE_AND_CREATE_TOPIC may set ``+message.type=MIXED``.
     enable_mixed_message_type: bool = False

@@ -100,7 +100,7 @@ class RecallMessageProcessor:
         ctx = self.ctx
         ext = {"MSG_REGION": ctx.setting("region_id", "DefaultRegion")}
         header = RecallMessageRequestHeader.from_ext_fields(cmd.ext_fields)
-        if not ctx.setting("recall_message_enable", True):
+        if not ctx.setting("recall_message_enable", False):
             return cmd.response(ResponseCode.NO_PERMISSION,
                                 "recall failed, operation is forbidden", ext)
         if ctx.setting("broker_role", "ASYNC_MASTER") == "SLAVE":

@@ -23,7 +23,8 @@ from rocketmq_emu.client.testing import TEST_BROKER_SETTINGS, free_broker_port
 def served(tmp_path):
     """A started cluster with a gRPC endpoint, topics D (DELAY) and T (NORMAL); its client."""
     cfg = BrokerConfig(broker_name="broker-a", listen_port=free_broker_port("127.0.0.1"),
-                       store_path_root_dir=str(tmp_path / "a"), **TEST_BROKER_SETTINGS)
+                       store_path_root_dir=str(tmp_path / "a"), recall_message_enable=True,
+                       **TEST_BROKER_SETTINGS)
     cluster = Cluster(ClusterSpec(brokers=[cfg], namesrv_port=0, grpc_port=0), reactor)
     pytest_twisted.blockon(cluster.start())
     topics = cluster.broker.ctx.topic_config

@@ -40,7 +40,8 @@ def grpc_emulator(tmp_path_factory) -> Emulator:
     tmp = tmp_path_factory.mktemp("sdk5-python")
     conf = tmp / "broker.conf"
     conf.write_text(f"mappedFileSizeCommitLog={TEST_COMMITLOG_SIZE}\n"
-                    "transactionTimeOut=3000\ntransactionCheckInterval=1000\n")
+                    "transactionTimeOut=3000\ntransactionCheckInterval=1000\n"
+                    "recallMessageEnable=true\n")
     emu = start_emulator(tmp, ["-c", str(conf)], grpc_port=free_port(), control_port=free_port())
     yield emu
     stop_emulator(emu)

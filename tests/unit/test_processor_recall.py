@@ -19,6 +19,7 @@ NOW_S = 1_700_000_000
 
 
 def make_broker(tmp_path, **config):
+    config.setdefault("recall_message_enable", True)
     reactor = MemoryReactorClock()
     reactor.advance(NOW_S)
     cfg = BrokerConfig(listen_port=20911, store_path_root_dir=str(tmp_path / "store"),
@@ -201,3 +202,10 @@ def test_marker_is_stored_like_javas(broker):
     assert (props["TAGS"], props["TIMER_DEL_UNIQKEY"], props["UNIQ_KEY"], props["PGROUP"],
             props["REAL_TOPIC"]) == ("_RECALL_TAG_", "T+k", "k", "PG1", "T")
     assert props["TIMER_DELIVER_MS"] == decode_handle(handle).timestamp_str
+
+
+def test_recall_is_forbidden_by_default_as_on_apache(tmp_path):
+    """Without recallMessageEnable=true (Apache's default false): NO_PERMISSION."""
+    from rocketmq_emu.broker.config import BrokerConfig
+
+    assert BrokerConfig().recall_message_enable is False
