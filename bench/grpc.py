@@ -21,7 +21,8 @@ Phases, each from a separate client process:
   ACK_MESSAGE per message, ``--pop-threads`` connections: the broker work gRPC's receive+ack
   is turned into, without the gRPC layer;
 * **gRPC receive+ack**: ``ReceiveMessage`` (batch 32, 30 s invisible duration, 5 s long
-  polling) then one ``AckMessage`` with the batch's entries, ``--pop-threads`` threads.
+  polling) then one ``AckMessage`` per message (as the 5.x SDKs acknowledge; the batch's acks
+  in flight together), ``--pop-threads`` threads.
 
 A round runs them all, the remoting and gRPC phases alternating which goes first; ``--repeat``
 rounds (this VM's speed drifts), and the table gives the best rate and the lowest and median
@@ -179,8 +180,9 @@ def grpc_send_load(addr: str, window: int, duration: float, warmup: float) -> di
 
 def grpc_receive_load(addr: str, threads: int, duration: float, warmup: float,
                       limit: int) -> dict:
-    """``threads`` loops of ReceiveMessage (32) then one AckMessage of the batch, until the
-    time is up or ``limit`` messages were received (so no receive waits for messages)."""
+    """``threads`` loops of ReceiveMessage (32) then one AckMessage per message (as the SDKs
+    ack), until the time is up or ``limit`` messages were received (so no receive waits for
+    messages)."""
     receive_class = _message_class("ReceiveMessageRequest")
     receive_response = _message_class("ReceiveMessageResponse")
     ack_class = _message_class("AckMessageRequest")
@@ -224,16 +226,20 @@ def grpc_receive_load(addr: str, threads: int, duration: float, warmup: float,
                                         m.system_properties.receipt_handle))
             except Exception as exc:
                 error = repr(exc)
-            if entries:
+            # One AckMessage per message, as the 5.x SDKs acknowledge (all of a batch in
+            # flight at once).
+            futures = []
+            for message_id, handle in entries:
                 areq = ack_class()
                 areq.group.name = GRPC_GROUP
                 areq.topic.name = TOPIC
-                for message_id, handle in entries:
-                    e = areq.entries.add()
-                    e.message_id = message_id
-                    e.receipt_handle = handle
+                e = areq.entries.add()
+                e.message_id = message_id
+                e.receipt_handle = handle
+                futures.append(ack.future(areq, metadata=METADATA, timeout=30))
+            for future in futures:
                 try:
-                    aresp = ack(areq, metadata=METADATA, timeout=30)
+                    aresp = future.result()
                     if aresp.status.code != ok:
                         error = error or f"ack status {aresp.status.code} {aresp.status.message}"
                 except Exception as exc:
@@ -381,7 +387,7 @@ class Phases:
         "grpc-send": "gRPC SendMessage",
         "remoting-pull": "remoting PULL_MESSAGE x32",
         "remoting-pop": "remoting POP x32 + ACK",
-        "grpc-receive": "gRPC Receive x32 + Ack",
+        "grpc-receive": "gRPC Receive x32 + Acks",
     }
 
     def __init__(self) -> None:

@@ -149,6 +149,7 @@ class Cluster:
         self.namesrv: NameServer | None = None
         self._namesrv_port = spec.namesrv_port
         self.grpc: GrpcEndpoint | None = None
+        self._running: dict[str, BrokerController] | None = None
 
     # --- addresses and parts --------------------------------------------------------------------
     @property
@@ -173,9 +174,12 @@ class Cluster:
         return self.grpc.address if self.grpc is not None else None
 
     def running_brokers(self) -> dict[str, BrokerController]:
-        """Broker name -> controller of every started broker (what the gRPC endpoint serves)."""
-        return {s.name: s.controller for s in self.slots
-                if s.controller is not None and s.controller.running}
+        """Broker name -> controller of every started broker (what the gRPC endpoint serves,
+        asked on every call: kept until a broker starts or stops)."""
+        if self._running is None:
+            self._running = {s.name: s.controller for s in self.slots
+                             if s.controller is not None and s.controller.running}
+        return self._running
 
     @property
     def broker(self) -> BrokerController | None:
@@ -298,9 +302,11 @@ class Cluster:
                 log.exception("closing broker %s after a failed start failed", slot.name)
             raise
         slot.port = broker.port  # listenPort 0: a restart keeps the port it got
+        self._running = None
 
     async def _stop_broker(self, slot: BrokerSlot) -> None:
         broker, slot.controller = slot.controller, None
+        self._running = None
         if broker is None:
             return
         self._detach(slot.name)

@@ -30,7 +30,7 @@ class ProxyContext:
     def from_call(cls, call: Any, now: float) -> ProxyContext:
         """The context of a :class:`~rocketmq_emu.broker.grpc.server.ServerCall` at ``now``
         (seconds on the call's clock)."""
-        headers = call.metadata.mq_headers
+        headers = call.metadata.mq_headers  # one pass over the metadata
         host, port = call.peer
         deadline = call.deadline
         return cls(

@@ -94,12 +94,12 @@ def send_properties(message: Any, producer_group: str, remote_address: str,
     """``SendMessageActivity.buildMessageProperty`` with its checks (raises :class:`ProxyError`)."""
     validate_body(message.body)
     sp = message.system_properties
-    user = dict(message.user_properties)
-    if len(user) > USER_PROPERTY_MAX_NUM:
+    props = dict(message.user_properties)
+    if len(props) > USER_PROPERTY_MAX_NUM:
         raise ProxyError(Code.MESSAGE_PROPERTIES_TOO_LARGE,
                          f"too many user properties, max is {USER_PROPERTY_MAX_NUM}")
     size = 0
-    for key, value in user.items():
+    for key, value in props.items():
         if key in SYSTEM_PROPERTY_NAMES:
             raise ProxyError(Code.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property is used by system: {key}")
         if has_control_character(key):
@@ -109,7 +109,6 @@ def send_properties(message: Any, producer_group: str, remote_address: str,
             raise ProxyError(Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
                              "the value of property cannot contain control character")
         size += len(key.encode("utf-8")) + len(value.encode("utf-8"))
-    props = dict(user)
     validate_tag(sp.tag)
     if sp.tag:
         props["TAGS"] = sp.tag

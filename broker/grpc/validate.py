@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from rocketmq_emu.broker.configs.subscription import is_sys_consumer_group
@@ -45,16 +46,24 @@ def has_control_character(text: str) -> bool:
 
 def validate_topic(topic: str) -> None:
     """``GrpcValidator.validateTopic``: ``Validators.checkTopic`` and no system topics."""
+    problem = _topic_problem(topic)
+    if problem is not None:
+        raise ProxyError(Code.ILLEGAL_TOPIC, problem)
+
+
+@functools.lru_cache(maxsize=4096)
+def _topic_problem(topic: str) -> str | None:
+    """Why a topic name is refused, or None (cached: every send asks, and names are few)."""
     if _blank(topic):
-        raise ProxyError(Code.ILLEGAL_TOPIC, "The specified topic is blank")
+        return "The specified topic is blank"
     if len(topic) > TOPIC_MAX_LENGTH:
-        raise ProxyError(Code.ILLEGAL_TOPIC, "The specified topic is longer than topic max "
-                         f"length {TOPIC_MAX_LENGTH}.")
+        return f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}."
     if _LEGAL.fullmatch(topic) is None:
-        raise ProxyError(Code.ILLEGAL_TOPIC, f"The specified topic[{topic}] contains illegal "
-                         "characters, allowing only ^[%|a-zA-Z0-9_-]+$")
+        return (f"The specified topic[{topic}] contains illegal characters, allowing only "
+                "^[%|a-zA-Z0-9_-]+$")
     if is_system_topic(topic):
-        raise ProxyError(Code.ILLEGAL_TOPIC, "cannot access system topic")
+        return "cannot access system topic"
+    return None
 
 
 def validate_consumer_group(group: str) -> None:
