@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rocketmq_emu.broker.grpc.wire import RequestHeaders, StatusCode
 
 if TYPE_CHECKING:
-    from twisted.internet.interfaces import IDelayedCall
-
+    from rocketmq_emu.broker.grpc.deadlines import Deadlines
     from rocketmq_emu.broker.grpc.messages import Method
     from rocketmq_emu.broker.grpc.server import GrpcProtocol
 
@@ -97,7 +96,7 @@ class ServerCall:
     __slots__ = (
         "method", "metadata", "peer", "connection", "stream_id", "deadline", "cancelled",
         "finished", "initial_metadata", "trailing_metadata", "status", "client_closed",
-        "_cancel_callbacks", "_timer", "_decoder", "_requests", "_started", "_observer",
+        "_cancel_callbacks", "_deadlines", "_decoder", "_requests", "_started", "_observer",
         "_headers_sent",
     )
 
@@ -118,7 +117,8 @@ class ServerCall:
         self.initial_metadata: list[tuple[str, str | bytes]] = []
         self.trailing_metadata: list[tuple[str, str | bytes]] = []
         self._cancel_callbacks: list[Callable[[ServerCall], Any]] = []
-        self._timer: IDelayedCall | None = None
+        #: The connection's deadlines while they watch this call (None: no deadline, or ended).
+        self._deadlines: Deadlines | None = None
         self._decoder: Any = None
         # Requests waiting for the handler (unary: until END_STREAM; streams: until started).
         self._requests: list[Any] = []
@@ -172,10 +172,11 @@ class ServerCall:
         if self.finished or self.cancelled:
             return False
         self.finished = True
-        self.status = (StatusCode(code), message)
-        self._cancel_timer()
+        status = StatusCode(code)
+        self.status = (status, message)
+        self._end_deadline()
         self._cancel_callbacks.clear()
-        self.connection.finish_call(self, StatusCode(code), message)
+        self.connection.finish_call(self, status, message)
         return True
 
     def abort(self, error: Exception) -> bool:
@@ -185,17 +186,17 @@ class ServerCall:
         return self.finish(code, text if text is not None else f"{type(error).__name__}: {error}")
 
     # --- for the protocol ------------------------------------------------------------------------
-    def _cancel_timer(self) -> None:
-        timer, self._timer = self._timer, None
-        if timer is not None and timer.active():
-            timer.cancel()
+    def _end_deadline(self) -> None:
+        """The call ended: its deadline no longer runs."""
+        if self._deadlines is not None:
+            self._deadlines.discard(self)
 
     def _mark_cancelled(self) -> None:
         """Mark the call cancelled; run the cancel callbacks and the observer's ``on_cancel``."""
         if self.finished or self.cancelled:
             return
         self.cancelled = True
-        self._cancel_timer()
+        self._end_deadline()
         self._requests.clear()
         callbacks, self._cancel_callbacks = self._cancel_callbacks, []
         for fn in callbacks:

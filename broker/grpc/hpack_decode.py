@@ -38,8 +38,15 @@ STATIC_TABLE: tuple[tuple[bytes, bytes], ...] = tuple(HeaderTable.STATIC_TABLE)
 _STATIC_COUNT = len(STATIC_TABLE)
 #: Indexed by the HPACK index itself (0 is never valid, 6.1), so the common lookup is one step.
 _STATIC_BY_INDEX: tuple[tuple[bytes, bytes] | None, ...] = (None, *STATIC_TABLE)
+#: 2.3.3: the index of the dynamic table's newest entry.
+_DYNAMIC_BASE = _STATIC_COUNT + 1
 #: 4.1: an entry's size is its name's and value's lengths plus 32.
 ENTRY_OVERHEAD = 32
+#: The static entries' sizes by index: also what each adds to a header list's size (RFC 9113
+#: 6.5.2 counts a field as 4.1 does), looked up rather than computed for indexed fields.
+_STATIC_SIZES: tuple[int, ...] = (0, *(len(n) + len(v) + ENTRY_OVERHEAD for n, v in STATIC_TABLE))
+#: Blocks remembered per connection (see HeaderDecoder); beyond it blocks are decoded each time.
+_MEMO_LIMIT = 64
 #: RFC 9113 6.5.2: SETTINGS_HEADER_TABLE_SIZE's initial value (we announce no other).
 DEFAULT_TABLE_SIZE = 4096
 #: 5.1 allows refusing integers over an implementation limit: four continuation octets (values
@@ -148,9 +155,17 @@ class HeaderDecoder:
     ``max_table_size`` is our SETTINGS_HEADER_TABLE_SIZE, the bound of the peer's size updates
     (RFC 7541 4.2, 6.3); ``max_header_list_size`` bounds a block's decoded size (RFC 9113
     6.5.2: names, values and 32 octets a field).
+
+    Blocks that leave the dynamic table as it was (indexed fields and literals without
+    indexing only) are remembered until the table changes: grpc C-core's clients (grpcio and
+    the SDKs built on it) send the very same such block call after call, custom metadata as
+    literals without indexing, and decoding it again would give the same fields. A block that
+    adds to or resizes the table is never remembered (each decode must move the table) and
+    forgets the others (their indexes may now name other entries).
     """
 
-    __slots__ = ("_entries", "_size", "_table_size", "max_header_list_size", "max_table_size")
+    __slots__ = ("_entries", "_memo", "_size", "_sizes", "_table_changes", "_table_size",
+                 "max_header_list_size", "max_table_size")
 
     def __init__(self, max_header_list_size: int = 1 << 16,
                  max_table_size: int = DEFAULT_TABLE_SIZE) -> None:
@@ -158,6 +173,13 @@ class HeaderDecoder:
         self.max_table_size = max_table_size
         #: 2.3.2: the dynamic table, newest entry first (index 62 is ``_entries[0]``).
         self._entries: deque[tuple[bytes, bytes]] = deque()
+        #: Each entry's size (4.1), in step with ``_entries``.
+        self._sizes: deque[int] = deque()
+        #: Blocks decoded with the table as it is now, which did not change it.
+        self._memo: dict[bytes, tuple[tuple[bytes, bytes], ...]] = {}
+        #: Counts the table's changes (additions, size updates): a block that moved it is not
+        #: remembered.
+        self._table_changes = 0
         self._size = 0
         self._table_size = max_table_size
 
@@ -189,17 +211,21 @@ class HeaderDecoder:
         """4.4: add an entry, evicting the oldest ones to make room; one larger than the
         table's maximum size empties it and is not added."""
         size = len(name) + len(value) + ENTRY_OVERHEAD
-        entries = self._entries
+        entries, sizes = self._entries, self._sizes
+        self._memo.clear()
+        self._table_changes += 1
         if size > self._table_size:
             entries.clear()
+            sizes.clear()
             self._size = 0
             return
         used = self._size + size
         limit = self._table_size
         while used > limit:
-            old_name, old_value = entries.pop()
-            used -= len(old_name) + len(old_value) + ENTRY_OVERHEAD
+            entries.pop()
+            used -= sizes.pop()
         entries.appendleft((name, value))
+        sizes.appendleft(size)
         self._size = used
 
     def _resize(self, size: int) -> None:
@@ -208,19 +234,34 @@ class HeaderDecoder:
             raise HeaderBlockError(
                 f"table size update to {size} over our limit {self.max_table_size} (RFC 7541 6.3)")
         self._table_size = size
-        entries = self._entries
+        self._memo.clear()
+        self._table_changes += 1
+        entries, sizes = self._entries, self._sizes
         used = self._size
         while used > size:
-            old_name, old_value = entries.pop()
-            used -= len(old_name) + len(old_value) + ENTRY_OVERHEAD
+            entries.pop()
+            used -= sizes.pop()
         self._size = used
 
     def decode(self, block: bytes) -> list[tuple[bytes, bytes]]:
         """The fields of one complete header block (RFC 7541 3.2), in order; the dynamic table
         moves as the block says. Raises :class:`HeaderBlockError` on a malformed block."""
+        memo = self._memo
+        known = memo.get(block)
+        if known is not None:  # decoded under the same table and limits: valid as it was
+            return list(known)
+        table_changes = self._table_changes
+        headers = self._decode(block)
+        if self._table_changes == table_changes and len(memo) < _MEMO_LIMIT:
+            memo[bytes(block)] = tuple(headers)
+        return headers
+
+    def _decode(self, block: bytes) -> list[tuple[bytes, bytes]]:
         headers: list[tuple[bytes, bytes]] = []
         append = headers.append
         static = _STATIC_BY_INDEX
+        entries, sizes = self._entries, self._sizes
+        static_sizes = _STATIC_SIZES
         limit = self.max_header_list_size
         listed = 0
         pos = 0
@@ -232,8 +273,20 @@ class HeaderDecoder:
                 index = first & 0x7F
                 if index == 0x7F:
                     index, pos = _integer_tail(block, pos, index)
-                field = static[index] if 0 < index <= _STATIC_COUNT else self._field(index)
-                name, value = field
+                # Both tables looked up here (not through _field): a steady client's blocks are
+                # nearly all indexed fields, several of them in the dynamic table.
+                if 0 < index <= _STATIC_COUNT:
+                    field = static[index]
+                    listed += static_sizes[index]
+                elif 0 <= index - _DYNAMIC_BASE < len(entries):
+                    field = entries[index - _DYNAMIC_BASE]
+                    listed += sizes[index - _DYNAMIC_BASE]
+                else:
+                    field = self._field(index)  # raises: outside the tables
+                if listed > limit:
+                    raise HeaderBlockError(f"header list over {limit} octets (RFC 9113 6.5.2)")
+                append(field)
+                continue
             elif first & 0x40:  # 6.2.1 Literal with Incremental Indexing: 01, 6-bit name index
                 index = first & 0x3F
                 if index == 0x3F:

@@ -308,9 +308,10 @@ class H2ServerConnection(Sender):
     def _decode(self, block: bytes) -> list[tuple[bytes, bytes]]:
         """Decode a header block (RFC 7541); a bad one is a COMPRESSION_ERROR (4.3).
 
-        No cache of decoded blocks: the 5.x SDKs send a fresh ``x-mq-request-id`` (and
-        ``authorization``) with incremental indexing in every request, so every block changes
-        the dynamic table and none could be reused (measured: 0 hits in 500 calls)."""
+        The decoder remembers only blocks that leave its dynamic table unchanged (grpc C-core's
+        clients repeat one such block); the 5.x Java SDK's carry a fresh ``x-mq-request-id``
+        (and ``authorization``) with incremental indexing in every request, so each of its
+        blocks changes the table and is decoded afresh."""
         try:
             return self._decoder.decode(block)
         except HeaderBlockError as exc:

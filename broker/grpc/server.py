@@ -52,7 +52,6 @@ Behaviours (grpc doc/PROTOCOL-HTTP2.md; grpc-java's messages where it has one):
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import logging
@@ -65,6 +64,7 @@ from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
 
 from rocketmq_emu.broker.grpc.call import DROP, CallEvent, RawPayload, ServerCall, StreamObserver
+from rocketmq_emu.broker.grpc.deadlines import Deadlines
 from rocketmq_emu.broker.grpc.http2 import H2ServerConnection
 from rocketmq_emu.broker.grpc.http2_frames import ErrorCode
 from rocketmq_emu.broker.grpc.runner import CLIENT_STREAMING, CallRunner, Interceptor
@@ -228,6 +228,7 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         self._receiving = False
         self._shut = False
         self._header_cache: dict[tuple[tuple[bytes, bytes], ...], RequestHeaders] = {}
+        self._deadlines = Deadlines(self.clock, self._deadline_expired)
         self._close_callbacks: list[Callable[[GrpcProtocol], Any]] = []
         self._closed_waiters: list[defer.Deferred] = []
 
@@ -281,6 +282,7 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         self.calls.clear()
         for call in calls:
             call._mark_cancelled()
+        self._deadlines.settle()
         callbacks, self._close_callbacks = self._close_callbacks, []
         for fn in callbacks:
             try:
@@ -315,6 +317,7 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         finally:
             self._receiving = False
         self._write_out()
+        self._deadlines.settle()
         if h2.error is not None:
             # One line; the connection's GOAWAY (if HTTP/2 at all) went out just above.
             log.warning("closing connection from %s: %s", self.peer_addr, h2.error)
@@ -332,6 +335,7 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         """After writing outside dataReceived (a Deferred fired, a timer ran): flush now."""
         if not self._receiving:
             self._write_out()
+            self._deadlines.settle()
 
     # --- the HTTP/2 connection's callbacks (http2.Listener) ------------------------------------------
     def on_request(self, sid: int, raw: list[tuple[bytes, bytes]], end_stream: bool) -> None:
@@ -360,7 +364,7 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
             if headers.timeout <= 0:
                 self._abort(call, StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
                 return
-            call._timer = self.clock.callLater(headers.timeout, self._deadline_expired, call)
+            self._deadlines.add(call)
         if method.kind in CLIENT_STREAMING:
             self._start(call, None)
         elif end_stream:
@@ -370,29 +374,29 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         """``wire.parse_request_headers``, remembered per connection: a client sends the same
         block call after call but for ``grpc-timeout`` and the 5.x SDKs' per-request fields
         (:data:`_PER_REQUEST`), which are taken on their own (those metadata go after the rest)."""
-        timeout = None
-        key = []
-        varying: list[tuple[str, str | bytes]] = []
-        for field in raw:
-            name = field[0]
-            if name not in _PER_REQUEST:
-                key.append(field)
-            elif name == b"grpc-timeout":
-                timeout = timeout or field  # the first one, as parse_request_headers takes
-            else:
-                varying.append((name.decode("latin-1"), field[1].decode("latin-1").strip()))
+        per_request = _PER_REQUEST
+        key = tuple([field for field in raw if field[0] not in per_request])
         cache = self._header_cache
-        cache_key = tuple(key)
-        parsed = cache.get(cache_key)
+        parsed = cache.get(key)
         if parsed is None:
-            parsed = parse_request_headers(key, self.factory.methods)
+            parsed = parse_request_headers(list(key), self.factory.methods)
             if len(cache) < _HEADER_CACHE_LIMIT:
-                cache[cache_key] = parsed
-        if timeout is None and not varying:
+                cache[key] = parsed
+        if len(key) == len(raw):
             return parsed
-        return dataclasses.replace(
-            parsed, timeout=parsed.timeout if timeout is None else _timeout(timeout[1]),
-            metadata=(*parsed.metadata, *varying) if varying else parsed.metadata)
+        timeout = None
+        varying: list[tuple[str, str | bytes]] = []
+        for name, value in raw:
+            if name not in per_request:
+                continue
+            if name == b"grpc-timeout":
+                if timeout is None:  # the first one, as parse_request_headers takes
+                    timeout = value
+            else:
+                varying.append((name.decode("latin-1"), value.decode("latin-1").strip()))
+        return parsed.with_request_fields(
+            parsed.timeout if timeout is None else _timeout(timeout),
+            (*parsed.metadata, *varying) if varying else parsed.metadata)
 
     def _reject(self, sid: int, headers: list[tuple[str, str]]) -> None:
         """Answer a stream with one HEADERS block (END_STREAM); the connection stops a client
@@ -461,7 +465,6 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         log.debug("%s: GOAWAY from the client (error code %s %r)", self.peer_addr, error_code, debug)
 
     def _deadline_expired(self, call: ServerCall) -> None:
-        call._timer = None
         if call.active:
             log.debug("%r: deadline exceeded", call)
             self._abort(call, StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")

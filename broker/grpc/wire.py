@@ -157,6 +157,14 @@ class MessageDecoder:
     def feed(self, chunk: bytes) -> list[bytes]:
         """Append ``chunk``; return the whole messages it completed, in order."""
         buf = self._buffer
+        if not buf and len(chunk) >= PREFIX_SIZE:
+            # A unary request is nearly always one DATA frame holding exactly one message: cut
+            # it out of the chunk without the round trip through the buffer.
+            flag, length = _PREFIX.unpack_from(chunk)
+            if len(chunk) == PREFIX_SIZE + length:
+                self._check(flag, length)
+                payload = bytes(chunk[PREFIX_SIZE:])
+                return [self._decompress(payload) if flag else payload]
         buf += chunk
         out: list[bytes] = []
         at = 0
@@ -281,6 +289,16 @@ class RequestHeaders:
     accept_encodings: tuple[str, ...]
     user_agent: str | None
     metadata: tuple[tuple[str, str | bytes], ...]
+
+    def with_request_fields(self, timeout: float | None,
+                            metadata: tuple[tuple[str, str | bytes], ...]) -> RequestHeaders:
+        """A copy with another ``timeout`` and ``metadata`` (a call's own grpc-timeout and
+        per-request fields over a block parsed once per connection). The constructor, with
+        every field in order, rather than ``dataclasses.replace``: it runs once a call, and
+        replace (which walks the fields' list) costs about 3 us where this costs 1."""
+        return RequestHeaders(self.path, self.service, self.method, self.scheme, self.authority,
+                              self.content_type, timeout, self.encoding, self.accept_encodings,
+                              self.user_agent, metadata)
 
     def get(self, name: str, default: str | bytes | None = None) -> str | bytes | None:
         """The first metadata value called ``name`` (lower-case), or ``default``."""

@@ -300,6 +300,15 @@ def test_header_list_over_the_limit_raises() -> None:
         HeaderDecoder(max_header_list_size=132).decode(block)
 
 
+def test_indexed_fields_count_towards_the_limit() -> None:
+    """Indexed fields (static and dynamic) add their entry's size, looked up, not computed."""
+    decoder = HeaderDecoder(max_header_list_size=200)
+    decoder.decode(b"\x40\x01a" + _integer(100, 7, 0) + b"v" * 100)  # indexed as 62: 133 octets
+    assert decoder.decode(b"\xbe\x83") == [(b"a", b"v" * 100), (b":method", b"POST")]  # 133 + 42
+    with pytest.raises(HeaderBlockError):
+        decoder.decode(b"\xbe\xbe")  # 266
+
+
 def test_a_lowered_limit_needs_a_size_update() -> None:
     """4.2: once our limit shrinks, a block that does not shrink the table to it is an error."""
     decoder = HeaderDecoder()
@@ -347,3 +356,23 @@ class _Listener:
 
     def on_goaway(self, error_code: int, debug: bytes) -> None:
         pass
+
+
+def test_blocks_that_leave_the_table_are_remembered_until_it_changes() -> None:
+    """A repeated block of indexed fields and literals without indexing (grpc C-core's) is
+    remembered; one that adds to the table is decoded each time; a change forgets the others."""
+    decoder = HeaderDecoder()
+    decoder.decode(b"\x40\x01a\x01v")  # a: v at 62
+    plain = b"\xbe\x83\x00\x01x\x01y"  # 62, :method POST, x: y without indexing
+    first = decoder.decode(plain)
+    assert first == [(b"a", b"v"), (b":method", b"POST"), (b"x", b"y")]
+    again = decoder.decode(plain)
+    assert again == first and again is not first  # a list of its own for each caller
+    adding = b"\x40\x01b\x01w"
+    decoder.decode(adding)
+    decoder.decode(adding)  # the table moves each time: b: w twice, then a: v
+    assert decoder.entries == [(b"b", b"w"), (b"b", b"w"), (b"a", b"v")]
+    assert decoder.decode(plain)[0] == (b"b", b"w")  # 62 now names the newest entry
+    decoder.decode(b"\x20")  # a size update empties the table
+    with pytest.raises(HeaderBlockError):
+        decoder.decode(plain)
