@@ -12,7 +12,7 @@ from rocketmq_emu.broker.grpc.proxy_state import ProxyState
 from rocketmq_emu.broker.grpc.settings import is_fifo_group
 from rocketmq_emu.broker.grpc.status import Code, ProxyError, build_status, ok_status
 from rocketmq_emu.broker.grpc.validate import validate_consumer_group, validate_topic
-from rocketmq_emu.broker.grpc.wire import GrpcError, StatusCode
+from rocketmq_emu.broker.grpc.wire import StatusCode
 
 log = logging.getLogger(__name__)
 
@@ -166,14 +166,13 @@ class TelemetryObserver:
         self.call.send(reply)
 
     def _failed(self, exc: Exception) -> None:
-        """``processTelemetryException``: INVALID_ARGUMENT for a client error, else INTERNAL."""
-        code = StatusCode.INTERNAL
+        """``processTelemetryException``: the stream ends INVALID_ARGUMENT for a client error
+        (a Code from BAD_REQUEST up to INTERNAL_ERROR), else INTERNAL (logged)."""
         if isinstance(exc, ProxyError) and Code.BAD_REQUEST <= exc.code < Code.INTERNAL_ERROR:
             code = StatusCode.INVALID_ARGUMENT
         else:
+            code = StatusCode.INTERNAL
             log.warning("process client telemetryCommand failed", exc_info=exc)
-        if isinstance(exc, GrpcError):
-            raise exc
         self.call.finish(code, f"process client telemetryCommand failed. {exc}")
 
     def on_half_close(self) -> None:

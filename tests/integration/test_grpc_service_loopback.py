@@ -267,3 +267,52 @@ def test_waiting_receive_is_woken_by_a_message_sent_meanwhile(served):
     stream = yield waiting
     assert stream[0].status.code == Code.OK
     assert stream[1].message.body == b"late"
+
+
+def _telemetry(client, *commands):
+    """Telemetry with ``commands`` sent then half-closed: (responses, gRPC status code)."""
+    call = client.channel.stream_stream(
+        SERVICE + "Telemetry", request_serializer=lambda m: m.SerializeToString(),
+        response_deserializer=cls("TelemetryCommand").FromString)
+    responses = call(iter(commands), metadata=META, timeout=10)
+    got = []
+    try:
+        for r in responses:
+            got.append(r)
+    except grpc.RpcError as exc:
+        return got, exc.code()
+    return got, grpc.StatusCode.OK
+
+
+@pytest_twisted.inlineCallbacks
+def test_producer_settings_are_answered_with_the_proxys_limits(served):
+    """A producer's Settings on Telemetry: answered OK with a 4 MiB body limit."""
+    _cluster, client = served
+    cmd = cls("TelemetryCommand")()
+    cmd.settings.client_type = enum("ClientType", "PRODUCER")
+    cmd.settings.publishing.topics.add().name = "T"
+    got, code = yield in_thread(_telemetry, client, cmd)
+    assert code == grpc.StatusCode.OK
+    assert got[0].status.code == Code.OK
+    assert got[0].settings.publishing.max_body_size == 4 * 1024 * 1024
+
+
+@pytest_twisted.inlineCallbacks
+def test_settings_without_publishing_or_subscription_end_the_stream_invalid(served):
+    """Settings naming neither topics nor a group: INVALID_ARGUMENT, as the proxy answers."""
+    _cluster, client = served
+    cmd = cls("TelemetryCommand")()
+    cmd.settings.client_type = enum("ClientType", "PRODUCER")
+    _got, code = yield in_thread(_telemetry, client, cmd)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+
+
+@pytest_twisted.inlineCallbacks
+def test_settings_with_an_illegal_topic_end_the_stream_invalid(served):
+    """A client error in Settings (an illegal topic name) ends Telemetry INVALID_ARGUMENT."""
+    _cluster, client = served
+    cmd = cls("TelemetryCommand")()
+    cmd.settings.client_type = enum("ClientType", "PRODUCER")
+    cmd.settings.publishing.topics.add().name = "bad topic!"
+    _got, code = yield in_thread(_telemetry, client, cmd)
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
