@@ -193,6 +193,17 @@ def cmd_up(args: argparse.Namespace) -> int:
                       namesrv=f"{args.host}:{args.namesrv_port}", default_store=DEFAULT_UP_STORE)
     prepare_store(cfg.store_path_root_dir)
     control_port = getattr(args, "control_port", None)
+    control_host = getattr(args, "control_host", None)
+    control_token = getattr(args, "control_token", None)
+    if control_port is None and (control_host is not None or control_token is not None):
+        raise CliError("--control-host and --control-token need --control-port")
+    if control_token is not None:
+        from rocketmq_emu.client.control_api import validate_token
+
+        try:
+            validate_token(control_token)
+        except ValueError as e:
+            raise CliError(f"--control-token: {e}") from None
     roles = [PortRole(args.namesrv_port, "name server port", "--namesrv-port"),
              *_broker_roles(cfg.listen_port, "--broker-port"),
              PortRole(args.grpc_port, "gRPC port", "--grpc-port")]
@@ -221,13 +232,22 @@ def cmd_up(args: argparse.Namespace) -> int:
         yield cluster.start()
         if controls is not None:
             services.append(controls)  # stopped first: no control request races the shutdown
-            bound = controls.serve(cluster, control_port)
+            bound = controls.serve(cluster, control_port, control_host or "127.0.0.1",
+                                   token=control_token)
+            if controls.token_generated:  # once, before `ready`: scripts wait for that line
+                print(f"rmq-emu: control API token: {controls.token}", flush=True)
         _announce(cfg, args.host, namesrv=cluster.namesrv_addr, grpc=cluster.grpc_endpoint)
         if controls is not None:
-            print(f"rmq-emu: control API http://127.0.0.1:{bound}/ "
-                  "(OpenAPI at /openapi.json)", flush=True)
+            auth = "; send Authorization: Bearer <token>" if controls.token is not None else ""
+            print(f"rmq-emu: control API http://{_url_host(control_host or '127.0.0.1')}:{bound}/ "
+                  f"(OpenAPI at /openapi.json{auth})", flush=True)
 
     return _serve(starter, roles=roles, store_root=cfg.store_path_root_dir, debug=args.debug)
+
+
+def _url_host(host: str) -> str:
+    """``host`` as written in a URL (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def _broker_roles(listen_port: int, option: str) -> list[PortRole]:
@@ -313,7 +333,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.add_argument("--grpc-port", type=int, default=DEFAULT_GRPC_PORT, metavar="N",
                     help=f"RocketMQ 5 gRPC port for the 5.x SDKs ({DEFAULT_GRPC_PORT})")
     up.add_argument("--control-port", type=int, default=None, metavar="N",
-                    help="serve the HTTP control API (clock, faults, request log) on 127.0.0.1:N")
+                    help="serve the HTTP control API (clock, faults, request log) on "
+                         "127.0.0.1:N (--control-host to change)")
+    up.add_argument("--control-host", default=None, metavar="ADDR",
+                    help="interface the control API listens on (127.0.0.1); any address that is "
+                         "not loopback requires a bearer token (--control-token, or one "
+                         "generated and printed at start)")
+    up.add_argument("--control-token", default=None, metavar="TOKEN",
+                    help="require 'Authorization: Bearer TOKEN' on every control API request "
+                         "(on loopback too); letters, digits and -._~+/")
     up.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                     help="show the traceback of a startup failure")
     up.set_defaults(func=cmd_up)

@@ -2,9 +2,15 @@
 Node client test suites get the harness's powers: clock advance, fault rules, the request log,
 topic / queue / offset state, broker stop / restart / unreachable, reset.
 
-Served with ``twisted.web`` on localhost; the OpenAPI 3 description is at ``GET /openapi.json``
-and ``GET /`` points to it. Every answer is JSON (``GET /`` answers HTML to a browser); errors
-are ``{"error": "..."}`` with status 400 or 404, or 503 when a broker fails to (re)start.
+Served with ``twisted.web`` on 127.0.0.1 unless told otherwise; the OpenAPI 3 description is at
+``GET /openapi.json`` and ``GET /`` points to it. Every answer is JSON (``GET /`` answers HTML to a
+browser); errors are ``{"error": "..."}`` with status 400 or 404, or 503 when a broker fails to
+(re)start.
+
+Bound to an address that is not loopback, the API requires a bearer token (given, or generated
+by :func:`resolve_token`); a token given explicitly is required on loopback too. Every request
+without ``Authorization: Bearer <token>`` is answered 401 with ``WWW-Authenticate: Bearer``
+(:func:`bearer_ok` compares in constant time).
 
 It drives three things, never the test harness class: the cluster, as built by the production
 wiring (:class:`rocketmq_emu.broker.cluster.Cluster`; what is used of it is
@@ -17,8 +23,12 @@ log). :class:`rocketmq_emu.client.control_up.Controls` makes the last two and se
 from __future__ import annotations
 
 import base64
+import hmac
+import ipaddress
 import json
 import logging
+import re
+import secrets
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,6 +48,63 @@ class ApiError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+#: RFC 6750's ``b64token``: what a bearer token may contain (``secrets.token_urlsafe`` fits).
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+
+#: The challenge of a 401 (RFC 6750 section 3).
+_REALM = b'Bearer realm="rmq-emu control API"'
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an interface to listen on) is a loopback address: ``localhost``,
+    127.0.0.0/8 or ``::1``. Anything else, including ``0.0.0.0``, ``::``, ``""`` (every
+    interface) and other host names, is not."""
+    host = host.strip().strip("[]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def validate_token(token: str) -> str:
+    """``token`` if it can be sent as ``Authorization: Bearer <token>`` (RFC 6750's
+    ``b64token``: letters, digits, ``-._~+/``, trailing ``=``); else ValueError."""
+    if not _B64TOKEN.fullmatch(token):
+        raise ValueError("a control API token is letters, digits and -._~+/ (then = padding), "
+                         "not empty")
+    return token
+
+
+def resolve_token(host: str, token: str | None) -> tuple[str | None, bool]:
+    """The token the API served on ``host`` requires, and whether it was generated here:
+    ``token`` when given (validated; on loopback too), else on a non-loopback ``host`` a new
+    ``secrets.token_urlsafe`` (for the caller to print once), else None (no authentication,
+    as on 127.0.0.1 by default)."""
+    if token is not None:
+        return validate_token(token), False
+    if is_loopback(host):
+        return None, False
+    return secrets.token_urlsafe(32), True
+
+
+def bearer_ok(authorization: bytes | str | None, token: str) -> bool:
+    """Whether an ``Authorization`` header value carries ``token`` as a bearer token (scheme
+    case-insensitive, RFC 7235); the tokens are compared in constant time."""
+    if authorization is None:
+        return False
+    if isinstance(authorization, str):
+        try:
+            authorization = authorization.encode("ascii")
+        except UnicodeEncodeError:
+            return False
+    scheme, _, credentials = authorization.strip().partition(b" ")
+    if scheme.lower() != b"bearer":
+        return False
+    return hmac.compare_digest(credentials.strip(), token.encode("ascii"))
 
 
 class _Html(str):
@@ -88,9 +155,12 @@ class ControlResource(resource.Resource):
 
     isLeaf = True
 
-    def __init__(self, cluster: ControlledCluster, clock: Any, faults: Any) -> None:
+    def __init__(self, cluster: ControlledCluster, clock: Any, faults: Any,
+                 token: str | None = None) -> None:
         super().__init__()
         self.cluster = cluster
+        #: The bearer token every request must carry, or None (no authentication).
+        self.token = token
         #: The brokers' business clock (a ControllableClock).
         self.clock = clock
         #: Fault rules and the request log (a FaultInjector hooked into the cluster).
@@ -129,6 +199,10 @@ class ControlResource(resource.Resource):
 
     # --- plumbing -------------------------------------------------------------------------------
     def render(self, request: Any) -> Any:
+        if self.token is not None:
+            denied = self._unauthorized(request)
+            if denied is not None:
+                return denied
         method = request.method.decode()
         path = request.path.decode().strip("/")
         try:
@@ -154,6 +228,21 @@ class ControlResource(resource.Resource):
             result.addCallbacks(ok, failed)
             return server.NOT_DONE_YET
         return self._write(request, result, 200)
+
+    def _unauthorized(self, request: Any) -> bytes | None:
+        """A 401 answer (JSON error, ``WWW-Authenticate: Bearer``) unless ``request`` carries
+        ``Authorization: Bearer <token>``; None when it does."""
+        header = request.getHeader(b"authorization")
+        if self.token is not None and bearer_ok(header, self.token):
+            return None
+        if header is None:
+            message = ("this control API requires a bearer token: send 'Authorization: Bearer "
+                       "<token>' (the token given with --control-token, or printed at start)")
+            request.setHeader(b"www-authenticate", _REALM)
+        else:
+            message = "invalid bearer token"
+            request.setHeader(b"www-authenticate", _REALM + b', error="invalid_token"')
+        return self._write(request, {"error": message}, 401)
 
     def _route(self, method: str, path: str) -> tuple[Callable[..., Any], tuple]:
         handler = self.routes.get((method, path))
@@ -401,13 +490,15 @@ class ControlResource(resource.Resource):
 
 
 def serve_control_api(cluster: ControlledCluster, clock: Any, faults: Any, port: int,
-                      host: str = "127.0.0.1", reactor: Any = None) -> Any:
+                      host: str = "127.0.0.1", reactor: Any = None,
+                      token: str | None = None) -> Any:
     """Serve the API for ``cluster`` (driving ``clock`` and ``faults``) on ``host:port`` (0 picks
-    a port); returns the listening port object."""
+    a port), requiring the bearer ``token`` when one is given (see :func:`resolve_token` for
+    which); returns the listening port object."""
     if reactor is None:
         from twisted.internet import reactor as default_reactor
 
         reactor = default_reactor
-    site = server.Site(ControlResource(cluster, clock, faults))
+    site = server.Site(ControlResource(cluster, clock, faults, token))
     site.displayTracebacks = False
     return reactor.listenTCP(port, site, interface=host)

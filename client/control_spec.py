@@ -96,11 +96,27 @@ def _schema_rule() -> dict:
     }
 
 
+#: The 401 every operation answers when the API requires a bearer token and the request does
+#: not carry it (``WWW-Authenticate: Bearer``).
+_UNAUTHORIZED: dict = {
+    "description": "the API requires a bearer token (served on a non-loopback address, or "
+                   "started with --control-token) and the request has no "
+                   "'Authorization: Bearer <token>' or a wrong one; {\"error\": \"...\"}",
+    "headers": {"WWW-Authenticate": {
+        "description": "Bearer realm=\"rmq-emu control API\" (with error=\"invalid_token\" "
+                       "when a wrong token was sent)",
+        "schema": {"type": "string"}}},
+    "content": {"application/json": {"schema": {
+        "type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}}},
+}
+
+
 def _op(summary: str, body: dict | None = None, params: list | None = None,
         errors: dict[str, str] | None = None) -> dict:
     op: dict[str, Any] = {"summary": summary,
                           "responses": {"200": {"description": "JSON result",
-                                                "content": {"application/json": {}}}}}
+                                                "content": {"application/json": {}}},
+                                        "401": _UNAUTHORIZED}}
     for status, description in (errors or {}).items():
         op["responses"][status] = {"description": description,
                                    "content": {"application/json": {}}}
@@ -125,14 +141,27 @@ _START_FAILED = ("the broker could not start on its store (e.g. an unusable conf
 OPENAPI: dict = {
     "openapi": "3.0.3",
     "info": {"title": "rmq-emu control API", "version": "1",
-             "description": "Control a running rmq-emu (name server + broker) from tests."},
+             "description": "Control a running rmq-emu (name server + broker) from tests. "
+                            "Served on 127.0.0.1 without authentication by default; bound to "
+                            "any other address (rmq-emu up --control-host), or started with "
+                            "--control-token, every request needs 'Authorization: Bearer "
+                            "<token>' (the token given, or the one generated and printed at "
+                            "start as 'rmq-emu: control API token: ...') and is answered 401 "
+                            "without it."},
+    "components": {"securitySchemes": {"bearerAuth": {
+        "type": "http", "scheme": "bearer",
+        "description": "Required when the API listens on a non-loopback address or was "
+                       "started with --control-token; not required on loopback by default"}}},
+    # Either the bearer token or nothing: which one depends on how the API was started.
+    "security": [{"bearerAuth": []}, {}],
     "paths": {
         "/": {"get": {
             "summary": "Where the API is described: a link to /openapi.json and the paths",
             "responses": {"200": {
                 "description": "JSON {name, openapi, paths}; an HTML page with the link when "
                                "the Accept header asks for text/html (a browser)",
-                "content": {"application/json": {}, "text/html": {}}}}}},
+                "content": {"application/json": {}, "text/html": {}}},
+                "401": _UNAUTHORIZED}}},
         "/health": {"get": _op("Addresses (name server, brokers, grpc: the gRPC "
                                "MessagingService endpoint or null), store path and clock")},
         "/clock": {"get": _op("Current broker clock (ms), mode and offset from wall time")},

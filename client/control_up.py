@@ -33,18 +33,29 @@ class Controls:
         self.clock = clock if isinstance(clock, ControllableClock) else ControllableClock(clock, reactor)
         self.faults = faults if faults is not None else FaultInjector(reactor, clock=self.clock)
         self.listening: Any = None
+        #: The bearer token the served API requires (None: none), once :meth:`serve` ran.
+        self.token: str | None = None
+        #: Whether :meth:`serve` generated :attr:`token` (the CLI prints it once).
+        self.token_generated = False
 
     def build(self, spec: ClusterSpec) -> Cluster:
         """The production cluster of ``spec`` with this clock as its brokers' business clock and
         the fault injector hooked into its dispatchers (not started)."""
         return Cluster(spec, self.reactor, business_clock=self.clock, hooks=[self.faults])
 
-    def serve(self, cluster: Cluster, port: int, host: str = "127.0.0.1") -> int:
+    def serve(self, cluster: Cluster, port: int, host: str = "127.0.0.1",
+              token: str | None = None) -> int:
         """Serve the control API for ``cluster`` on ``host:port`` (0 picks a port); returns the
-        port. A taken port raises CannotListenError (the CLI names it in one line)."""
-        from rocketmq_emu.client.control_api import serve_control_api
+        port. A taken port raises CannotListenError (the CLI names it in one line).
 
-        self.listening = serve_control_api(cluster, self.clock, self.faults, port, host, self.reactor)
+        ``token``, when given, is required as ``Authorization: Bearer <token>``; a ``host`` that
+        is not loopback requires one anyway (generated when not given: :attr:`token`,
+        :attr:`token_generated`). On loopback without ``token`` nothing is required."""
+        from rocketmq_emu.client.control_api import resolve_token, serve_control_api
+
+        self.token, self.token_generated = resolve_token(host, token)
+        self.listening = serve_control_api(cluster, self.clock, self.faults, port, host,
+                                           self.reactor, token=self.token)
         return self.listening.getHost().port
 
     def stop_serving(self) -> defer.Deferred:
