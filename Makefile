@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip setuptools wheel
-	$(BIN)/python -m pip install -q -e '.[test,reports]'
+	$(BIN)/python -m pip install -q -e '.[test,reports,tls]'
 	touch $(STAMP)
 
 run: $(STAMP)

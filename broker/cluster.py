@@ -218,7 +218,8 @@ class Cluster:
         try:
             if self._namesrv_port is not None:
                 self.namesrv = NameServer(self.reactor, self._namesrv_port, self.host,
-                                          kv_config_path=self.spec.namesrv_kv_config)
+                                          kv_config_path=self.spec.namesrv_kv_config,
+                                          tls=self._tls())
                 await self.namesrv.start()
                 self._namesrv_port = self.namesrv.port
                 for hooks in self.hooks:
@@ -229,7 +230,7 @@ class Cluster:
                 from rocketmq_emu.broker.grpc.endpoint import GrpcEndpoint
 
                 self.grpc = GrpcEndpoint(self.reactor, self.host, self.spec.grpc_port,
-                                         self.running_brokers)
+                                         self.running_brokers, tls=self._tls())
                 self.grpc.start()
                 for hooks in self.hooks:
                     hooks.attach("grpc", self.grpc.factory)
@@ -240,6 +241,11 @@ class Cluster:
                 log.exception("stopping the cluster after a failed start failed")
             raise
         return self
+
+    def _tls(self) -> Any:
+        """The TLS settings of the name server and the gRPC endpoint: the first broker's
+        ``tls.*`` keys (in Java all of a host's processes read the same JVM properties)."""
+        return self.spec.brokers[0].tls if self.spec.brokers else None
 
     def stop(self) -> defer.Deferred:
         """Stop the brokers (last first; each unregisters and flushes its store), then the name

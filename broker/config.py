@@ -30,6 +30,7 @@ from rocketmq_emu.broker.delay_levels import (
 )
 from rocketmq_emu.broker.properties import PropertiesError, parse_properties
 from rocketmq_emu.broker.schedule.timer_message import DEFAULT_TIMER_MAX_DELAY_SEC
+from rocketmq_emu.broker.tls.config import TLS_KEYS, TlsConfig, TlsConfigError, parse_tls
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +137,11 @@ class BrokerConfig:
     # The issue's horizon is QMQ's 2 years; RocketMQ 5's broker default is 259200 s (3 days).
     timer_max_delay_sec: int = DEFAULT_TIMER_MAX_DELAY_SEC
     timer_precision_ms: int = 1000
+    # --- TLS (Java TlsSystemConfig: the dotted tls.* keys, see broker.tls.config). None: plain
+    # ports, unless tls.server.mode or tls.config.file is set. Not a BrokerConfig property in
+    # Java, so GET_BROKER_CONFIG does not list it.
+    tls: TlsConfig | None = field(default=None,
+                                  metadata={"java_key": "tls.*", "property": False})
 
     def namesrv_addrs(self) -> list[str]:
         """``namesrvAddr`` split on ``;`` as RocketMQ does (empty list if unset)."""
@@ -199,6 +205,7 @@ def java_key(f: dataclasses.Field) -> str:
 
 _FIELDS_BY_JAVA_KEY: dict[str, dataclasses.Field] = {
     java_key(f): f for f in dataclasses.fields(BrokerConfig)
+    if f.metadata.get("property", True)
 }
 
 # RocketMQ keys that a real broker.conf often carries and the emulator accepts without effect
@@ -259,8 +266,12 @@ def config_from_properties(
     loaded = LoadedConfig(cfg)
     #: ``file:line key`` of the entry that set each field (the last one wins, as in Java).
     wheres: dict[str, str] = {}
+    tls_entries: list[tuple[str, str, str]] = []
     for key, raw, line in items:
         where = f"{source}:{line} {key}" if line else f"{source} {key}"
+        if key in TLS_KEYS:
+            tls_entries.append((key, raw, where))
+            continue
         f = _FIELDS_BY_JAVA_KEY.get(key)
         if f is None:
             if key in IGNORED_KEYS:
@@ -273,6 +284,13 @@ def config_from_properties(
         loaded.explicit.add(f.name)
         wheres[f.name] = where
     _validate(cfg, lambda name, key: wheres.get(name, f"{source} {key}"))
+    if tls_entries:
+        try:
+            cfg.tls = parse_tls(tls_entries)
+        except TlsConfigError as e:
+            raise ConfigError(str(e)) from None
+        if cfg.tls is not None:
+            loaded.explicit.add("tls")
     return loaded
 
 

@@ -152,7 +152,7 @@ class BrokerController:
                                             self._on_connection_closed)
         self.vip_factory = _BrokerServerFactory(self.vip_dispatcher, self.liveness_clock,
                                                 self._on_connection_closed)
-        self.remoting_client = RemotingClient(reactor)
+        self.remoting_client = RemotingClient(reactor, tls=self._client_tls())
         self.schedule: Any = None
         if enable_schedule:
             self.schedule = self._make_schedule_services()
@@ -161,6 +161,7 @@ class BrokerController:
         # services register theirs, for their own topics, when they start.
         self.store.add_arrival_listener(self._on_arrival, topics=self.hold_service.topics)
         self._ports: list[Any] = []
+        self._tls_switches: list[Any] = []
         self._vip_port: int | None = None
         self._loops: list[LoopingCall] = []
         self._register_call: Any = None
@@ -268,7 +269,8 @@ class BrokerController:
             return
         cfg = self.config
         chosen = cfg.listen_port != 0
-        port = self.reactor.listenTCP(cfg.listen_port, self.factory, interface=self.host)
+        port = self.reactor.listenTCP(cfg.listen_port, self._listen_factory(self.factory),
+                                      interface=self.host)
         self._ports.append(port)
         actual = port.getHost().port
         if actual != cfg.listen_port:
@@ -278,7 +280,8 @@ class BrokerController:
         self._vip_port = None
         if self.enable_vip_channel and actual - 2 > 0:
             try:
-                vip = self.reactor.listenTCP(actual - 2, self.vip_factory, interface=self.host)
+                vip = self.reactor.listenTCP(actual - 2, self._listen_factory(self.vip_factory),
+                                             interface=self.host)
             except Exception as exc:  # CannotListenError
                 if chosen:
                     # Java's BrokerController.start fails when fastRemotingServer cannot bind.
@@ -293,8 +296,34 @@ class BrokerController:
         log.info("broker listening on %s:%d (VIP %s), advertised as %s", self.host, actual,
                  self._vip_port, self.addr)
 
+    def _client_tls(self) -> Any:
+        """TLS for the broker's own connections (registering with the name server): Java
+        ``BrokerStartup`` turns it on with ``tls.enable``, by default when the mode is
+        enforcing; the client trusts any server certificate, as RocketMQ's does in test mode."""
+        tls = self.config.tls
+        if tls is None or not tls.client_enabled():
+            return None
+        from rocketmq_emu.broker.tls.context import InsecureClientCreator
+
+        return InsecureClientCreator()
+
+    def _listen_factory(self, factory: Any) -> Any:
+        """``factory``, or the TLS switch around it when ``tls.*`` keys are set (Java
+        ``NettyRemotingServer``'s ``HandshakeHandler``); the switch is kept for the stop."""
+        if self.config.tls is None:
+            return factory
+        from rocketmq_emu.broker.tls.sniff import listen_factory
+
+        switch = listen_factory(factory, self.config.tls, self.liveness_clock, "broker")
+        self._tls_switches.append(switch)
+        return switch
+
     def stop_listening(self) -> defer.Deferred:
-        """Stop accepting connections (open ones stay)."""
+        """Stop accepting connections (open ones stay, but those that have not sent their
+        first byte to a TLS-configured port yet are closed)."""
+        for switch in self._tls_switches:
+            switch.close_pending()
+        self._tls_switches = []
         ports, self._ports = self._ports, []
         return defer.DeferredList([defer.maybeDeferred(p.stopListening) for p in ports])
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
-from twisted.internet.endpoints import TCP4ServerEndpoint, TCP6ServerEndpoint
 
 from rocketmq_emu.broker.remoting.protocol import (
     DEFAULT_MAX_LENGTH,
@@ -27,6 +26,9 @@ from rocketmq_emu.namesrv.route_info import (
     SCAN_PERIOD_SECONDS,
     RouteInfoManager,
 )
+
+if TYPE_CHECKING:
+    from rocketmq_emu.broker.tls.config import TlsConfig
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,7 @@ class NameServer:
         scan_period_seconds: float = SCAN_PERIOD_SECONDS,
         max_length: int = DEFAULT_MAX_LENGTH,
         order_message_enable: bool = False,
+        tls: TlsConfig | None = None,
     ) -> None:
         self.reactor = reactor
         self.host = host
@@ -69,6 +72,9 @@ class NameServer:
         )
         self.processor.register(self.dispatcher)
         self.factory = RemotingServerFactory(self.dispatcher, reactor, max_length)
+        #: ``tls.*`` settings (Java: the name server's ``TlsSystemConfig``); None: plain.
+        self.tls = tls
+        self._tls_switch: Any = None
         self._listening: Any = None
 
     @property
@@ -80,8 +86,6 @@ class NameServer:
     def start(self) -> defer.Deferred:
         """Load KV config, listen, start the broker expiry scan; fires with self."""
         self.kv_config.load()
-        endpoint_cls = TCP6ServerEndpoint if ":" in self.host else TCP4ServerEndpoint
-        endpoint = endpoint_cls(self.reactor, self.port, interface=self.host)
 
         def listening(port: Any) -> NameServer:
             self._listening = port
@@ -91,7 +95,17 @@ class NameServer:
             log.info("name server listening on %s:%d", self.host, self.port)
             return self
 
-        return endpoint.listen(self.factory).addCallback(listening)
+        factory: Any = self.factory
+        if self.tls is not None:
+            from rocketmq_emu.broker.tls.sniff import listen_factory
+
+            factory = self._tls_switch = listen_factory(self.factory, self.tls, self.reactor,
+                                                        "name server")
+        # reactor.listenTCP (IPv4 or IPv6 by the interface) rather than an endpoint: importing
+        # twisted.internet.endpoints imports OpenSSL whenever pyOpenSSL is installed.
+        return defer.maybeDeferred(
+            self.reactor.listenTCP, self.port, factory, interface=self.host,
+        ).addCallback(listening)
 
     @defer.inlineCallbacks
     def stop(self) -> Any:
@@ -100,5 +114,7 @@ class NameServer:
         if self._listening is not None:
             port, self._listening = self._listening, None
             yield defer.maybeDeferred(port.stopListening)
+        if self._tls_switch is not None:
+            self._tls_switch.close_pending()
         yield self.factory.close_all()
         self.kv_config.persist()

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
 
 from rocketmq_emu.broker.grpc.server import GrpcServerFactory
 from rocketmq_emu.broker.grpc.service import MessagingService
+
+if TYPE_CHECKING:
+    from rocketmq_emu.broker.tls.config import TlsConfig
 
 log = logging.getLogger(__name__)
 
@@ -19,12 +22,15 @@ class GrpcEndpoint:
     ``host:port`` (0 picks a free port); liveness (deadlines, long polls) on ``reactor``."""
 
     def __init__(self, reactor: Any, host: str, port: int,
-                 brokers: Callable[[], dict[str, Any]]) -> None:
+                 brokers: Callable[[], dict[str, Any]], tls: TlsConfig | None = None) -> None:
         self.reactor = reactor
         self.host = host
         self.port = port
         self.service = MessagingService(brokers, lambda: self.port, reactor)
         self.factory = GrpcServerFactory(self.service.handlers(), reactor)
+        #: ``tls.*`` settings, the brokers' (the 5.x proxy serves TLS with the same keys).
+        self.tls = tls
+        self._tls_switch: Any = None
         self._listening: Any = None
 
     @property
@@ -36,7 +42,14 @@ class GrpcEndpoint:
         """Listen (CannotListenError if the port is taken)."""
         if self._listening is not None:
             return
-        self._listening = self.reactor.listenTCP(self.port, self.factory, interface=self.host)
+        factory: Any = self.factory
+        if self.tls is not None:
+            from rocketmq_emu.broker.tls.sniff import listen_factory
+
+            # gRPC clients over TLS insist on ALPN "h2".
+            factory = self._tls_switch = listen_factory(self.factory, self.tls, self.reactor,
+                                                        "gRPC", alpn=(b"h2",))
+        self._listening = self.reactor.listenTCP(self.port, factory, interface=self.host)
         self.port = self._listening.getHost().port
         self.service.start()
         log.info("gRPC MessagingService listening on %s", self.address)
@@ -45,6 +58,8 @@ class GrpcEndpoint:
         """Answer the calls in flight, close the connections and stop listening."""
         listening, self._listening = self._listening, None
         self.service.stop()
+        if self._tls_switch is not None:
+            self._tls_switch.close_pending()
         waits = [defer.maybeDeferred(self.factory.close_all)]
         if listening is not None:
             waits.append(defer.maybeDeferred(listening.stopListening))

@@ -155,6 +155,8 @@ class AdminBrokerProcessor:
             from rocketmq_emu.broker.config import java_key
 
             for f in dataclasses.fields(config):
+                if not f.metadata.get("property", True):
+                    continue  # e.g. tls: JVM system properties in Java, not BrokerConfig's
                 value = getattr(config, f.name)
                 if value is None:
                     value = ""

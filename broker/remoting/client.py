@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 from twisted.internet import defer
-from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint, connectProtocol
+from twisted.internet.protocol import ClientCreator
 
 from rocketmq_emu.broker.message import is_ipv6, split_addr
 from rocketmq_emu.broker.remoting.command import RemotingCommand
@@ -37,11 +37,15 @@ class RemotingClient:
         dispatcher: RequestDispatcher | None = None,
         max_length: int = DEFAULT_MAX_LENGTH,
         connect_timeout: float = 3.0,
+        tls: Any = None,
     ) -> None:
         self.reactor = reactor
         self.dispatcher = dispatcher if dispatcher is not None else RequestDispatcher(reactor)
         self.max_length = max_length
         self.connect_timeout = connect_timeout
+        #: None: plain connections; else an ``IOpenSSLClientConnectionCreator`` that every
+        #: connection uses (Java ``NettyClientConfig.useTLS``, see broker.tls.context).
+        self.tls = tls
         self._conns: dict[str, RemotingProtocol] = {}
         self._connecting: dict[str, list[defer.Deferred]] = {}
         self._closed = False
@@ -64,13 +68,33 @@ class RemotingClient:
         except ValueError:
             del self._connecting[addr]
             return defer.fail(RemotingConnectionError(f"bad address {addr!r}"))
-        endpoint_cls = TCP6ClientEndpoint if _is_v6(host) else TCP4ClientEndpoint
-        endpoint = endpoint_cls(self.reactor, host, port, timeout=self.connect_timeout)
-        proto = RemotingProtocol(self.dispatcher, self.reactor, self.max_length)
-        connectProtocol(endpoint, proto).addCallbacks(
+        if self.tls is not None:
+            connecting = self._connect_tls(host, port)
+        else:
+            # reactor.connectTCP rather than twisted.internet.endpoints: with pyOpenSSL
+            # installed, importing endpoints imports twisted.internet.ssl and OpenSSL (~30 ms
+            # of every start).
+            connecting = ClientCreator(
+                self.reactor, RemotingProtocol, self.dispatcher, self.reactor, self.max_length,
+            ).connectTCP(host, port, timeout=self.connect_timeout)
+        connecting.addCallbacks(
             self._connected, self._connect_failed, callbackArgs=(addr,), errbackArgs=(addr,)
         )
         return waiter
+
+    def _connect_tls(self, host: str, port: int) -> defer.Deferred:
+        from twisted.internet.endpoints import (
+            TCP4ClientEndpoint,
+            TCP6ClientEndpoint,
+            connectProtocol,
+            wrapClientTLS,
+        )
+
+        endpoint_cls = TCP6ClientEndpoint if _is_v6(host) else TCP4ClientEndpoint
+        endpoint = wrapClientTLS(self.tls, endpoint_cls(self.reactor, host, port,
+                                                        timeout=self.connect_timeout))
+        proto = RemotingProtocol(self.dispatcher, self.reactor, self.max_length)
+        return connectProtocol(endpoint, proto)
 
     def _connected(self, proto: RemotingProtocol, addr: str) -> None:
         waiters = self._connecting.pop(addr, [])

@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 #: (construct is imported: the byte layouts' structs are derived from it at import; and pdb,
 #: which construct.debug imports.)
 NOT_AT_START = ("pyspark", "pandas", "pyarrow", "numpy", "matplotlib", "lark",
-                "rocketmq_emu.client", "rocketmq_emu.reports", "rocketmq_emu.broker.filter.parser")
+                "rocketmq_emu.client", "rocketmq_emu.reports", "rocketmq_emu.broker.filter.parser",
+                "rocketmq_emu.broker.tls.sniff", "rocketmq_emu.broker.tls.context",
+                "rocketmq_emu.broker.tls.certs")
 
 #: Runs `up`; once it announces `ready`, prints the loaded modules and stops the reactor.
 SCRIPT = """

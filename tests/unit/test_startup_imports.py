@@ -15,7 +15,11 @@ REPORTS_EXTRA = ("pyspark", "pandas", "pyarrow", "numpy", "matplotlib")
 #: from their construct declarations at import, rocketmq_emu.broker.layout; and so is pdb,
 #: which construct.debug imports: about 2 ms once Twisted is loaded.)
 NOT_AT_START = (*REPORTS_EXTRA, "lark", "rocketmq_emu.client",
-                "rocketmq_emu.reports", "rocketmq_emu.broker.filter.parser")
+                "rocketmq_emu.reports", "rocketmq_emu.broker.filter.parser",
+                # TLS: only when tls.server.mode or tls.config.file is set (issue 15). (OpenSSL
+                # itself is loaded by twisted.internet.tcp whenever pyOpenSSL is installed.)
+                "rocketmq_emu.broker.tls.sniff", "rocketmq_emu.broker.tls.context",
+                "rocketmq_emu.broker.tls.certs")
 
 #: Makes importing the [reports] extra's packages fail, as in an install without the extra.
 BLOCK_EXTRA = f"""
