@@ -1,7 +1,8 @@
 """Startup failures of ``rmq-emu up | namesrv | broker`` as one line: the cause and what to do.
 
 A port in use, a store held by another process, a store path that cannot be created or written,
-a bad ``broker.conf`` value or an unusable store config file (``topics.json`` ...) are expected
+a bad ``broker.conf`` value, an unusable store config file (``topics.json`` ...) or a bad
+``plain_acl.yml`` (with ``aclEnable=true``) are expected
 failures: :func:`describe_startup_failure` turns them into one sentence naming the port, the path
 or the file; anything else returns None and is shown with its traceback (a bug).
 Mirrors what ``BrokerStartup`` / ``NamesrvStartup`` do in Java (print the cause, ``exit(-1)``),
@@ -58,6 +59,7 @@ def describe_startup_failure(exc: BaseException, roles: list[PortRole],
     """One line for an expected startup failure, or None for an unexpected one (a bug)."""
     from twisted.internet.error import CannotListenError
 
+    from rocketmq_emu.broker.acl.config import AclConfigError
     from rocketmq_emu.broker.commitlog.mapped_file import MappedFileError
     from rocketmq_emu.broker.commitlog.recovery import RecoveryError
     from rocketmq_emu.broker.commitlog.store_lock import StoreLockedError
@@ -75,6 +77,8 @@ def describe_startup_failure(exc: BaseException, roles: list[PortRole],
                     "stop that process or use another --store")
         if isinstance(cause, ConfigError):  # names file, line and key
             return f"{cause}; fix that line of the file"
+        if isinstance(cause, AclConfigError):  # names plain_acl.yml and the key
+            return f"cannot start with aclEnable=true: {cause}; fix that file"
         if isinstance(cause, ConfigFileError):  # names the JSON file
             return f"cannot start: {' '.join(str(cause).split())}; fix or remove that file"
         if isinstance(cause, RecoveryError):  # corrupt where acknowledged records follow

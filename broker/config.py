@@ -137,6 +137,10 @@ class BrokerConfig:
     # The issue's horizon is QMQ's 2 years; RocketMQ 5's broker default is 259200 s (3 days).
     timer_max_delay_sec: int = DEFAULT_TIMER_MAX_DELAY_SEC
     timer_precision_ms: int = 1000
+    # --- ACL 1.0 (BrokerConfig.aclEnable / rocketmqHome; see broker.acl.service). Read at start.
+    acl_enable: bool = False
+    #: Java's default is ``$ROCKETMQ_HOME``; None here, and the ACL service falls back to it.
+    rocketmq_home: str | None = None
     # --- TLS (Java TlsSystemConfig: the dotted tls.* keys, see broker.tls.config). None: plain
     # ports, unless tls.server.mode or tls.config.file is set. Not a BrokerConfig property in
     # Java, so GET_BROKER_CONFIG does not list it.
@@ -219,8 +223,8 @@ IGNORED_KEYS = frozenset(
     serverCallbackExecutorThreads serverSelectorThreads serverSocketSndBufSize
     serverSocketRcvBufSize serverPooledByteBufAllocatorEnable useEpollNativeSelector
     transientStorePoolEnable transientStorePoolSize fastFailIfNoBufferInStorePool
-    aclEnable enablePropertyFilter filterSupportRetry enableCalcFilterBitMap
-    storePathConsumeQueue storePathIndex storeCheckpoint abortFile rocketmqHome
+    enablePropertyFilter filterSupportRetry enableCalcFilterBitMap
+    storePathConsumeQueue storePathIndex storeCheckpoint abortFile
     slaveReadEnable duplicationEnable isEnableBatchPush
     """.split()
 )

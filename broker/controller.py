@@ -109,6 +109,9 @@ class BrokerController:
         self.host = host
         self.enable_vip_channel = enable_vip_channel
         cfg = self.config
+        #: ACL 1.0 (``BrokerController.initialAcl``): only with ``aclEnable=true``; a bad
+        #: plain_acl.yml raises AclConfigError here, before the store is opened.
+        self.acl: Any = self._make_acl() if cfg.acl_enable else None
         self.store = store if store is not None else MessageStore(
             cfg.to_store_config(host), self.clock, reactor)
         self._configure_managers()
@@ -117,6 +120,9 @@ class BrokerController:
                                  liveness_clock=self.liveness_clock)
         self.dispatcher = RequestDispatcher(self.clock)
         self.vip_dispatcher = RequestDispatcher(self.clock)
+        if self.acl is not None:  # the server's RPCHook: first, before the fault hooks
+            self.dispatcher.add_interceptor(self.acl.intercept)
+            self.vip_dispatcher.add_interceptor(self.acl.intercept)
         self.send_processor = SendMessageProcessor(self.ctx)
         self.pull_processor = PullMessageProcessor(self.ctx)
         self.processors = [
@@ -203,6 +209,12 @@ class BrokerController:
         self.store.subscription_groups.auto_create_subscription_group = \
             cfg.auto_create_subscription_group
 
+    def _make_acl(self) -> Any:
+        """``PlainAccessValidator`` with the accounts of ``rocketmqHome`` (or ``$ROCKETMQ_HOME``)."""
+        from rocketmq_emu.broker.acl.service import AclService, resolve_home
+
+        return AclService(resolve_home(self.config.rocketmq_home))
+
     def _make_schedule_services(self) -> Any:
         from rocketmq_emu.broker.schedule import ScheduleConfig, ScheduleServices, TimerConfig
 
@@ -250,6 +262,8 @@ class BrokerController:
             self.schedule.start()
         self.end_transaction_processor.start()
         self.pop.start()
+        if self.acl is not None:  # AclFileWatchService
+            self.acl.start(self.liveness_clock)
         for processor in self.processors:  # e.g. BrokerStatsManager sampling
             for period, fn in getattr(processor, "periodic_tasks", list)():
                 self._every(period, fn, now=True)
@@ -342,6 +356,8 @@ class BrokerController:
             if loop.running:
                 loop.stop()
         self._loops.clear()
+        if self.acl is not None:
+            self.acl.stop()
         if self._register_call is not None and self._register_call.active():
             self._register_call.cancel()
         self._register_call = None
