@@ -66,8 +66,10 @@ class Admin(BrokerAdminMixin):
     """Admin client; every method returns a Deferred (broker operations: :mod:`.admin_broker`)."""
 
     def __init__(self, namesrv_addr: str | list[str], *, reactor: Any = None,
-                 instance: ClientInstance | None = None, timeout: float = 5.0) -> None:
-        self.instance = instance or ClientInstance(namesrv_addr, reactor, timeout=timeout)
+                 instance: ClientInstance | None = None, timeout: float = 5.0,
+                 credentials: Any = None) -> None:
+        self.instance = instance or ClientInstance(namesrv_addr, reactor, timeout=timeout,
+                                                   credentials=credentials)
         self._own_instance = instance is None
 
     def start(self) -> defer.Deferred:

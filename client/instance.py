@@ -21,6 +21,7 @@ from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.broker.remoting.protocol import RequestDispatcher
 from rocketmq_emu.client import client_requests
+from rocketmq_emu.client.credentials import SessionCredentials, as_credentials
 from rocketmq_emu.client.message import MQBrokerError, MQClientError
 from rocketmq_emu.client.route import TopicRouteData
 
@@ -48,7 +49,8 @@ class ClientInstance:
     """Routes, broker addresses, heartbeats and the remoting client of one client process.
 
     ``heartbeat_interval`` / ``poll_interval`` are Java's ``heartbeatBrokerInterval`` and
-    ``pollNameServerInterval`` (30 s); tests shorten them.
+    ``pollNameServerInterval`` (30 s); tests shorten them. ``credentials`` (``(ak, sk)``, or
+    :class:`~rocketmq_emu.client.credentials.SessionCredentials`) sign every request sent.
     """
 
     def __init__(
@@ -60,8 +62,11 @@ class ClientInstance:
         heartbeat_interval: float = 30.0,
         poll_interval: float = 30.0,
         timeout: float = 3.0,
+        credentials: SessionCredentials | tuple[str, ...] | None = None,
     ) -> None:
         self.reactor = reactor if reactor is not None else default_reactor()
+        #: ``AclClientRPCHook``: every request is signed with these (None: unsigned).
+        self.credentials = as_credentials(credentials)
         self.namesrv_addrs = split_namesrv(namesrv_addr)
         if not self.namesrv_addrs:
             raise MQClientError("no name server address")
@@ -117,10 +122,14 @@ class ClientInstance:
     # --- invoking ----------------------------------------------------------------------------
     async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
         """Send ``cmd`` to ``addr`` and return the response (raises remoting errors)."""
+        if self.credentials is not None:
+            self.credentials.sign(cmd)
         return await self.remoting.invoke(addr, cmd, self.timeout if timeout is None else timeout)
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         """Send ``cmd`` oneway."""
+        if self.credentials is not None:
+            self.credentials.sign(cmd)
         await self.remoting.invoke_oneway(addr, cmd)
 
     async def invoke_namesrv(self, cmd: RemotingCommand, timeout: float | None = None) -> RemotingCommand:

@@ -93,11 +93,12 @@ class Producer:
         client_ip: str = "127.0.0.1",
         poll_interval: float = 30.0,
         heartbeat_interval: float = 30.0,
+        credentials: Any = None,
     ) -> None:
         self.group = group
         self.instance = instance or ClientInstance(
             namesrv_addr, reactor, client_ip, poll_interval=poll_interval,
-            heartbeat_interval=heartbeat_interval,
+            heartbeat_interval=heartbeat_interval, credentials=credentials,
         )
         self._own_instance = instance is None
         self.send_timeout = send_timeout

@@ -40,9 +40,11 @@ class PullConsumer:
         instance: ClientInstance | None = None,
         client_ip: str = "127.0.0.1",
         timeout: float = 10.0,
+        credentials: Any = None,
     ) -> None:
         self.group = group
-        self.instance = instance or ClientInstance(namesrv_addr, reactor, client_ip)
+        self.instance = instance or ClientInstance(namesrv_addr, reactor, client_ip,
+                                                   credentials=credentials)
         self._own_instance = instance is None
         self.timeout = timeout
 

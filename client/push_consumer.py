@@ -85,6 +85,7 @@ class PushConsumer(ConsumeMixin):
         heartbeat_interval: float = 30.0,
         poll_interval: float = 30.0,
         local_offset_store_dir: str | None = None,
+        credentials: Any = None,
     ) -> None:
         if message_model not in (CLUSTERING, BROADCASTING):
             raise ValueError(f"message_model must be {CLUSTERING} or {BROADCASTING}")
@@ -104,7 +105,7 @@ class PushConsumer(ConsumeMixin):
         self.orderly_suspend = orderly_suspend
         self.instance = instance or ClientInstance(
             namesrv_addr, reactor, client_ip, heartbeat_interval=heartbeat_interval,
-            poll_interval=poll_interval,
+            poll_interval=poll_interval, credentials=credentials,
         )
         self._own_instance = instance is None
         self.reactor = self.instance.reactor

@@ -38,6 +38,7 @@ import copy
 import logging
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ from rocketmq_emu.client.blocking import (
 from rocketmq_emu.client.clock import ControllableClock
 from rocketmq_emu.client.control_up import Controls
 from rocketmq_emu.client.instance import default_reactor
+from rocketmq_emu.client.testing_acl import AclHome
 from rocketmq_emu.client.testing_tools import (  # noqa: F401 (re-exported)
     MessageCollector,
     free_broker_port,
@@ -101,6 +103,10 @@ class EmbeddedCluster:
     ``namesrv_kv_config`` persists the name server's KV config (memory only by default).
     ``grpc_port`` serves RocketMQ 5's gRPC MessagingService (0, the default: a free port; None:
     no gRPC endpoint); :attr:`grpc_endpoint` is where.
+    ``acl`` (plain_acl.yml as YAML text or a mapping) turns ACL 1.0 on: the file is written to a
+    temporary ``rocketmqHome`` and ``aclEnable=true`` set (:meth:`update_acl` rewrites it);
+    ``credentials`` (``(access_key, secret_key)``) sign the requests of the clients this class
+    makes (a client's own ``credentials=`` wins).
 
     The name server and brokers are built and run by the production wiring,
     :class:`rocketmq_emu.broker.cluster.Cluster` (:attr:`cluster` once started), with the
@@ -126,6 +132,8 @@ class EmbeddedCluster:
         namesrv_kv_config: str | Path | None = None,
         grpc_port: int | None = 0,
         reactor: Any = None,
+        acl: str | Mapping[str, Any] | None = None,
+        credentials: Any = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -148,7 +156,13 @@ class EmbeddedCluster:
         # A given BrokerConfig is used as is; otherwise small test files.
         self.base_config = config
         self.broker_overrides = {} if config is not None else dict(TEST_BROKER_SETTINGS)
+        #: ACL 1.0: the temporary home of plain_acl.yml (None without ``acl``).
+        self.acl_home = AclHome(acl) if acl is not None else None
+        if self.acl_home is not None:
+            self.broker_overrides.update(self.acl_home.broker_settings())
         self.broker_overrides.update(broker_config or {})
+        #: Signs the requests of every client this cluster makes (unless given others).
+        self.credentials = credentials
         self.control_port = control_port
         self._grpc_port = grpc_port
         #: The production cluster (:class:`rocketmq_emu.broker.cluster.Cluster`), once started.
@@ -290,6 +304,8 @@ class EmbeddedCluster:
         self.running = False
         if self._own_store and self._store_dir is not None:
             shutil.rmtree(self._store_dir, ignore_errors=True)
+        if self.acl_home is not None:
+            self.acl_home.remove()
 
     # --- lifecycle (blocking) --------------------------------------------------------------------
     def start(self) -> EmbeddedCluster:
@@ -362,9 +378,25 @@ class EmbeddedCluster:
         self._clients.append(client)
         return client
 
+    def _signed(self, kw: dict[str, Any]) -> dict[str, Any]:
+        """``kw`` with the cluster's credentials unless the caller gave some (None: unsigned)."""
+        if self.credentials is not None:
+            kw.setdefault("credentials", self.credentials)
+        return kw
+
+    def update_acl(self, acl: str | Mapping[str, Any]) -> None:
+        """Rewrite plain_acl.yml and have every running broker reload it now (the file watch
+        would within ``AclFileWatchService``'s interval)."""
+        if self.acl_home is None:
+            raise RuntimeError("the cluster was started without acl=")
+        self.acl_home.write(acl)
+        for slot in self.slots:
+            if slot.controller is not None and slot.controller.acl is not None:
+                slot.controller.acl.poll()
+
     def producer(self, group: str | None = None, **kw: Any) -> BlockingProducer:
         """A started blocking producer (shut down with the cluster)."""
-        p = BlockingProducer(group or _unique("producer"), self.namesrv_addr, **kw)
+        p = BlockingProducer(group or _unique("producer"), self.namesrv_addr, **self._signed(kw))
         p.start()
         return self._track(p)
 
@@ -372,7 +404,8 @@ class EmbeddedCluster:
                       expression_type: str = "TAG", **kw: Any) -> BlockingPushConsumer:
         """A started blocking push consumer of ``topic`` calling ``listener(msgs, ctx)``."""
         kw.setdefault("rebalance_interval", 2.0)
-        c = BlockingPushConsumer(group or _unique("consumer"), self.namesrv_addr, listener, **kw)
+        c = BlockingPushConsumer(group or _unique("consumer"), self.namesrv_addr, listener,
+                                 **self._signed(kw))
         c.subscribe(topic, expression, expression_type)
         c.start()
         return self._track(c)
@@ -384,7 +417,7 @@ class EmbeddedCluster:
         kw.setdefault("consume_from_where", "CONSUME_FROM_FIRST_OFFSET")
         # The collector's callback never blocks: keep it in the reactor.
         consumer = BlockingPushConsumer(group or _unique("collector"), self.namesrv_addr,
-                                        listener_in_reactor=True, **kw)
+                                        listener_in_reactor=True, **self._signed(kw))
         collector = MessageCollector(self, consumer)
         consumer.register_listener(collector._on_messages)
         consumer.subscribe(topic, expression, expression_type)
@@ -394,7 +427,7 @@ class EmbeddedCluster:
 
     def pull_consumer(self, group: str | None = None, **kw: Any) -> BlockingPullConsumer:
         """A started blocking pull consumer."""
-        c = BlockingPullConsumer(group or _unique("puller"), self.namesrv_addr, **kw)
+        c = BlockingPullConsumer(group or _unique("puller"), self.namesrv_addr, **self._signed(kw))
         c.start()
         return self._track(c)
 
@@ -403,20 +436,21 @@ class EmbeddedCluster:
         """A started blocking lite pull consumer of ``topic``."""
         kw.setdefault("rebalance_interval", 2.0)
         kw.setdefault("consume_from_where", "CONSUME_FROM_FIRST_OFFSET")
-        c = BlockingLitePullConsumer(group or _unique("lite"), self.namesrv_addr, **kw)
+        c = BlockingLitePullConsumer(group or _unique("lite"), self.namesrv_addr,
+                                     **self._signed(kw))
         c.subscribe(topic, expression)
         c.start()
         return self._track(c)
 
-    def admin(self) -> BlockingAdmin:
+    def admin(self, **kw: Any) -> BlockingAdmin:
         """A blocking admin client."""
-        return self._track(BlockingAdmin(self.namesrv_addr))
+        return self._track(BlockingAdmin(self.namesrv_addr, **self._signed(kw)))
 
     def create_topic(self, topic: str, queue_nums: int = 4, *, broker: str | None = None,
                      **kw: Any) -> None:
         """Create ``topic`` on every running broker, or on the one called ``broker`` (blocking)."""
         names = [broker] if broker is not None else [s.name for s in self.slots if s.running]
-        admin = BlockingAdmin(self.namesrv_addr)
+        admin = BlockingAdmin(self.namesrv_addr, **self._signed({}))
         try:
             for name in names:
                 admin.create_topic(topic, queue_nums, broker_addr=self.broker_addrs[name], **kw)
