@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
 
+from rocketmq_emu.broker.grpc.acl_switch import install_if_enabled
 from rocketmq_emu.broker.grpc.server import GrpcServerFactory
 from rocketmq_emu.broker.grpc.service import MessagingService
 
@@ -26,6 +27,7 @@ class GrpcEndpoint:
         self.reactor = reactor
         self.host = host
         self.port = port
+        self.brokers = brokers
         self.service = MessagingService(brokers, lambda: self.port, reactor)
         self.factory = GrpcServerFactory(self.service.handlers(), reactor)
         #: ``tls.*`` settings, the brokers' (the 5.x proxy serves TLS with the same keys).
@@ -42,6 +44,8 @@ class GrpcEndpoint:
         """Listen (CannotListenError if the port is taken)."""
         if self._listening is not None:
             return
+        # ACL 1.0 (aclEnable=true): the proxy's AuthenticationInterceptor; nothing added otherwise.
+        install_if_enabled(self.factory, self.brokers())
         factory: Any = self.factory
         if self.tls is not None:
             from rocketmq_emu.broker.tls.sniff import listen_factory
