@@ -53,11 +53,16 @@ def main() -> None:
     p.add_argument("--body-prefix", default="body")
     p.add_argument("--delay-level", type=int, default=0, help="messageDelayLevel (1 = 1 s)")
     p.add_argument("--timeout", type=float, default=40)
+    p.add_argument("--access-key", help="ACL 1.0: set_session_credentials(ak, sk, channel)")
+    p.add_argument("--secret-key", default="")
+    p.add_argument("--channel", default="")
     args = p.parse_args()
     watchdog(args.timeout)
 
     producer = Producer(args.group, timeout=5000)
     producer.set_namesrv_addr(args.namesrv)
+    if args.access_key is not None:
+        producer.set_session_credentials(args.access_key, args.secret_key, args.channel)
     producer.start()
     emit(event="started")
     errors = 0

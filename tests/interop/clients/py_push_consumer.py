@@ -24,6 +24,9 @@ def main() -> None:
     p.add_argument("--expect", type=int, default=0, help="0: run until stdin closes")
     p.add_argument("--linger", type=float, default=1.0)
     p.add_argument("--timeout", type=float, default=60)
+    p.add_argument("--access-key", help="ACL 1.0: set_session_credentials(ak, sk, channel)")
+    p.add_argument("--secret-key", default="")
+    p.add_argument("--channel", default="")
     args = p.parse_args()
     watchdog(args.timeout + 15)
 
@@ -46,6 +49,8 @@ def main() -> None:
 
     consumer = PushConsumer(args.group, orderly=args.orderly)
     consumer.set_namesrv_addr(args.namesrv)
+    if args.access_key is not None:
+        consumer.set_session_credentials(args.access_key, args.secret_key, args.channel)
     consumer.set_thread_count(1 if args.orderly else 2)
     consumer.subscribe(args.topic, on_message, args.expr)
     consumer.start()
