@@ -75,18 +75,28 @@ class ProxyState:
     def invoke(self, broker_name: str, cmd: RemotingCommand, conn: Any) -> defer.Deferred:
         """Dispatch a remoting request to a broker; fires with its response (None for a
         oneway request)."""
-        broker = self.broker(broker_name)
-        return defer.maybeDeferred(broker.dispatcher.dispatch, cmd, conn)
+        return defer.maybeDeferred(self._dispatch, self.broker(broker_name), cmd, conn)
 
     def invoke_then(self, broker_name: str, cmd: RemotingCommand, conn: Any,
                     then: Callable[[Any], Any]) -> Any:
         """:meth:`invoke` and ``then(response)``: its result at once when the broker answered
         at once (a send with asynchronous flush), else a Deferred of it (the dispatcher never
         raises: a failing handler is a SYSTEM_ERROR response)."""
-        answer = self.broker(broker_name).dispatcher.dispatch(cmd, conn)
+        answer = self._dispatch(self.broker(broker_name), cmd, conn)
         if isinstance(answer, defer.Deferred):
             return answer.addCallback(then)
         return then(answer)
+
+    @staticmethod
+    def _dispatch(broker: Any, cmd: RemotingCommand, conn: Any) -> Any:
+        """Hand a request to the broker's dispatcher. With ACL on, past the broker's ACL hook:
+        the proxy in Local mode calls the broker's processors directly (the gRPC side has
+        checked the caller's credentials; these requests carry no remoting signature), while
+        the interceptors after it (fault rules) still apply."""
+        acl = getattr(broker, "acl", None)
+        if acl is None:
+            return broker.dispatcher.dispatch(cmd, conn)
+        return broker.dispatcher.proceed(cmd, conn, after=acl.intercept)
 
     def request(self, ctx: ProxyContext, code: int, ext: dict[str, Any], body: bytes = b"",
                 oneway: bool = False) -> RemotingCommand:

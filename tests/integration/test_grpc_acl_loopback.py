@@ -126,3 +126,50 @@ def test_telemetry_settings_without_permission_end_the_stream(served):
     assert ok != grpc.StatusCode.PERMISSION_DENIED
     denied = yield threads.deferToThread(telemetry, metadata(), "R")
     assert denied == grpc.StatusCode.PERMISSION_DENIED
+
+
+@pytest_twisted.inlineCallbacks
+def test_signed_grpc_send_and_receive_work_on_a_broker_with_acl_on(tmp_path):
+    """aclEnable=true on the broker: a signed gRPC send and receive pass both checks (the proxy
+    dispatches past the broker's remoting ACL hook, as Local mode calls the processors)."""
+    home = tmp_path / "home"
+    (home / "conf").mkdir(parents=True)
+    (home / "conf" / "plain_acl.yml").write_text(
+        "accounts:\n  - accessKey: RocketMQ\n    secretKey: '12345678'\n"
+        "    defaultTopicPerm: DENY\n    defaultGroupPerm: SUB\n    topicPerms: [T=PUB|SUB]\n")
+    cfg = BrokerConfig(broker_name="broker-a", listen_port=free_broker_port("127.0.0.1"),
+                       store_path_root_dir=str(tmp_path / "a"), acl_enable=True,
+                       rocketmq_home=str(home), **TEST_BROKER_SETTINGS)
+    cluster = Cluster(ClusterSpec(brokers=[cfg], namesrv_port=0, grpc_port=0), reactor)
+    yield cluster.start()
+    channel = grpc.insecure_channel(cluster.grpc_endpoint)
+    try:
+        cluster.broker.ctx.topic_config.update_topic_config(TopicConfig("T", 4, 4))
+        req = cls("SendMessageRequest")()
+        m = req.messages.add()
+        m.topic.name, m.body = "T", b"signed"
+        m.system_properties.message_id = "01ACL"
+        m.system_properties.body_encoding = 1
+        m.system_properties.message_type = 1
+        send = channel.unary_unary(SERVICE + "SendMessage",
+                                   request_serializer=lambda x: x.SerializeToString(),
+                                   response_deserializer=cls("SendMessageResponse").FromString)
+        sent = yield threads.deferToThread(send, req, metadata=metadata(), timeout=10)
+        assert sent.status.code == Code.OK
+        rreq = cls("ReceiveMessageRequest")()
+        rreq.group.name, rreq.message_queue.topic.name = "G", "T"
+        rreq.message_queue.id = -1
+        rreq.filter_expression.expression = "*"
+        rreq.batch_size = 4
+        rreq.invisible_duration.seconds = 30
+        rreq.long_polling_timeout.seconds = 5
+        receive = channel.unary_stream(
+            SERVICE + "ReceiveMessage", request_serializer=lambda x: x.SerializeToString(),
+            response_deserializer=cls("ReceiveMessageResponse").FromString)
+        got = yield threads.deferToThread(
+            lambda: list(receive(rreq, metadata=metadata(), timeout=15)))
+        assert [r.message.body for r in got if r.WhichOneof("content") == "message"] == \
+            [b"signed"]
+    finally:
+        channel.close()
+        yield cluster.stop()
