@@ -145,6 +145,9 @@ class BrokerController:
         # The remaining AdminBrokerProcessor codes (303-329).
         self.register_processor(AdminStatsProcessor(self.ctx))
         self.register_processor(AdminStoreProcessor(self.ctx))
+        # ACL admin codes 50-54 (answered as Java does with ACL off too).
+        from rocketmq_emu.broker.processors.acl_admin import AclAdminProcessor
+        self.register_processor(AclAdminProcessor(self.ctx, lambda: self.acl))
         self.hold_service = PullRequestHoldService(self.liveness_clock,
                                                    self.pull_processor.execute_when_wakeup)
         self.ctx.hold_service = self.hold_service

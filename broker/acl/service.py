@@ -109,6 +109,16 @@ class AclService:
                  ", ".join(config.files) or "no file")
         return True
 
+    def reload(self) -> bool:
+        """Reload now (after an admin request wrote a file), as the watch would."""
+        self._stamps = {}
+        return self.poll()
+
+    @property
+    def default_file(self) -> str | None:
+        """``$home/`` + ``rocketmq.acl.plain.file``: where new accounts are written."""
+        return os.path.abspath(os.path.join(self.home, self.plain_file)) if self.home else None
+
     def start(self, clock: Any, interval: float = WATCH_INTERVAL_S) -> None:
         """Poll the files every ``interval`` seconds on ``clock``."""
         if self._loop is not None or not self.home:
