@@ -24,7 +24,10 @@ brokerStatus           -b addr | -c cluster (one is required): the runtime info 
 The broker subcommands (brokerConsumeStats, cleanExpiredCQ, cleanUnusedTopic,
 deleteExpiredCommitLog, cloneGroupOffset, statsAll, queryCq, producer) are in
 :mod:`rocketmq_emu.client.admin_cli_broker`; the subscription group ones (updateSubGroup,
-getConsumerConfig) in :mod:`rocketmq_emu.client.admin_cli_group`.
+getConsumerConfig) in :mod:`rocketmq_emu.client.admin_cli_group`; the ACL ones
+(updateAclConfig, deleteAclConfig, updateGlobalWhiteAddr, clusterAclConfigVersion,
+getAclConfig) and the credentials every request is signed with (``$ROCKETMQ_HOME/conf/tools.yml``,
+``--access-key``/``--secret-key``) in :mod:`rocketmq_emu.client.admin_cli_acl`.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from rocketmq_emu.broker.topic_attributes import (
     parse_to_map,
     parse_to_string,
 )
-from rocketmq_emu.client import admin_cli_broker, admin_cli_group
+from rocketmq_emu.client import admin_cli_acl, admin_cli_broker, admin_cli_group
 from rocketmq_emu.client.admin_common import invoke, masters, route_masters
 from rocketmq_emu.client.admin_output import Output, UsageError, format_ms, parse_timestamp
 from rocketmq_emu.client.message import MessageExt, MQBrokerError, MQClientError
@@ -370,6 +373,7 @@ COMMANDS: dict[str, tuple[str, Command]] = {
     "brokerStatus": ("Fetch broker runtime status data (needs -b or -c)", broker_status),
     **admin_cli_broker.COMMANDS,
     **admin_cli_group.COMMANDS,
+    **admin_cli_acl.COMMANDS,
 }
 
 
@@ -377,10 +381,14 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", "--namesrvAddr", default=None,
                    help="Name server address list, eg: 192.168.0.1:9876;192.168.0.2:9876")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    admin_cli_acl.add_credential_options(p)
 
 
 def _add_options(name: str, p: argparse.ArgumentParser) -> None:
     opt = p.add_argument
+    if name in admin_cli_acl.COMMANDS:
+        admin_cli_acl.add_options(name, p)
+        return
     if name in admin_cli_group.COMMANDS:
         admin_cli_group.add_options(name, p)
         return
@@ -446,7 +454,11 @@ async def execute(args: argparse.Namespace, reactor: Any = None) -> tuple[int, s
 
     namesrv = args.namesrvAddr or os.environ.get("NAMESRV_ADDR") or DEFAULT_NAMESRV
     out = Output(getattr(args, "json", False))
-    admin = Admin(namesrv, reactor=reactor, timeout=5.0)
+    try:
+        credentials = admin_cli_acl.resolve_credentials(args)
+    except UsageError as exc:
+        return 2, f"rmq-emu admin {args.admin_command}: {exc}"
+    admin = Admin(namesrv, reactor=reactor, timeout=5.0, credentials=credentials)
     try:
         await args.admin_fn(admin, args, out)
         return 0, out.render()
