@@ -20,6 +20,10 @@ from rocketmq_emu.broker.remoting.command import FRAME_LENGTH  # noqa: E402
 TOPIC = "BenchTopic"
 GROUP = "bench_group"
 BODY_SIZE = 1024
+#: The one account of the ``--acl`` runs: PUB on :data:`TOPIC`, no white address (so every
+#: request's signature is checked), not admin.
+ACL_ACCESS_KEY = "benchAccessKey"
+ACL_SECRET_KEY = "benchSecretKey1234"
 #: The header-length bits of the word after a frame's length (RemotingCommand.markProtocolType).
 _HEADER_LENGTH_MASK = 0xFFFFFF
 
@@ -27,8 +31,14 @@ _HEADER_LENGTH_MASK = 0xFFFFFF
 # --- frames (built with the project's codec so the broker sees what a client sends) ----------
 
 
-def send_frame(queue_id: int = 0) -> bytes:
-    """One SEND_MESSAGE_V2 frame as a Java 4.9 producer writes it (abbreviated header a..n)."""
+def send_frame(queue_id: int = 0, credentials: tuple[str, str] | None = None) -> bytes:
+    """One SEND_MESSAGE_V2 frame as a Java 4.9 producer writes it (abbreviated header a..n).
+
+    With ``credentials`` (access key, secret key) the frame is signed as ``AclClientRPCHook``
+    signs it (AccessKey and Signature in the extFields, over the other values and the body):
+    the signature stays valid however often the same bytes are sent.
+    """
+    from rocketmq_emu.broker.acl.signer import sign_request
     from rocketmq_emu.broker.message import properties_to_string
     from rocketmq_emu.broker.remoting.command import RemotingCommand
 
@@ -40,7 +50,10 @@ def send_frame(queue_id: int = 0) -> bytes:
         "f": "0", "g": str(int(time.time() * 1000)), "h": "0", "i": props, "j": "0",
         "k": "false", "m": "false",
     }
-    cmd = RemotingCommand.request(310, ext, b"x" * BODY_SIZE, opaque=1)
+    body = b"x" * BODY_SIZE
+    if credentials is not None:
+        sign_request(ext, body, *credentials)
+    cmd = RemotingCommand.request(310, ext, body, opaque=1)
     return cmd.encode()
 
 
@@ -129,8 +142,29 @@ def floor_factory():
 # --- the broker -------------------------------------------------------------------------------
 
 
-def start_broker(reactor, store_dir: str):
-    """Start a BrokerController with a temporary store and no name server; returns it and its port."""
+def write_acl_home(home: str) -> str:
+    """Write ``home/conf/plain_acl.yml`` with the bench account (PUB on the bench topic only,
+    no global or account white list); returns ``home`` (the broker's ``rocketmqHome``)."""
+    conf = os.path.join(home, "conf")
+    os.makedirs(conf, exist_ok=True)
+    with open(os.path.join(conf, "plain_acl.yml"), "w", encoding="utf-8") as f:
+        f.write(
+            "globalWhiteRemoteAddresses: []\n"
+            "accounts:\n"
+            f"  - accessKey: {ACL_ACCESS_KEY}\n"
+            f"    secretKey: {ACL_SECRET_KEY}\n"
+            "    admin: false\n"
+            "    defaultTopicPerm: DENY\n"
+            "    defaultGroupPerm: DENY\n"
+            "    topicPerms:\n"
+            f"      - {TOPIC}=PUB\n"
+        )
+    return home
+
+
+def start_broker(reactor, store_dir: str, acl_home: str | None = None):
+    """A BrokerController (not yet started) with a temporary store and no name server; with
+    ``acl_home`` it has ``aclEnable=true`` and that ``rocketmqHome``. Returns it and its port."""
     from rocketmq_emu.broker.config import BrokerConfig
     from rocketmq_emu.broker.controller import BrokerController
 
@@ -139,6 +173,8 @@ def start_broker(reactor, store_dir: str):
         listen_port=free_port(),
         namesrv_addr=None,
         mapped_file_size_commit_log=256 * 1024 * 1024,
+        acl_enable=acl_home is not None,
+        rocketmq_home=acl_home,
     )
     controller = BrokerController(cfg, reactor=reactor, host="127.0.0.1")
     return controller, cfg.listen_port
@@ -156,3 +192,30 @@ def free_port() -> int:
                 continue
         return port
     raise RuntimeError("no free port")
+
+
+def check_acl_refuses(controller) -> None:
+    """Raise unless the broker with ACL on refuses an unsigned and a wrongly signed send with
+    the AclException answer, and accepts a correctly signed one (over a ``StringTransport``):
+    proof that the ``--acl`` runs measure a broker that checks signatures."""
+    from twisted.internet.testing import StringTransport
+
+    if controller.acl is None:
+        raise RuntimeError("the ACL broker has no ACL service")
+    proto = controller.factory.buildProtocol(("127.0.0.1", 1))
+    transport = StringTransport()
+    proto.makeConnection(transport)
+    cases = [
+        ("unsigned", send_frame(0), False),
+        ("wrong secret", send_frame(0, (ACL_ACCESS_KEY, "not-the-secret")), False),
+        ("signed", send_frame(0, (ACL_ACCESS_KEY, ACL_SECRET_KEY)), True),
+    ]
+    for name, frame, allowed in cases:
+        proto.dataReceived(frame)
+        out = bytearray(transport.value())
+        transport.clear()
+        if len(out) < 8 or response_ok(out, 4) != allowed or \
+                (not allowed and b"AclException" not in out):
+            raise RuntimeError(f"ACL broker answered the {name} send unexpectedly: "
+                               f"{bytes(out[:300])!r}")
+    proto.connectionLost(None)

@@ -22,6 +22,16 @@ per message of PULL_MESSAGE (32 per pull,
 8 pulls per read) over what the send path stored, every answer checked to be FOUND with 32
 records; with ``--profile FILE`` the pulls' profile goes to ``FILE.pull``. Targets (issue 13): send <= 10 us/msg,
 pull <= 8 us/msg. Exit status 1 if any response was an error. Runtime well under a minute.
+
+``--acl`` (issue 15) instead compares SEND_MESSAGE_V2 against two brokers in this process, one
+without ACL and one with ``aclEnable=true`` (a temporary ``rocketmqHome`` whose
+``conf/plain_acl.yml`` holds one account with PUB on the bench topic and no white list), phases
+alternating ``--repeat`` times: the load generator signs its frames with that account (each of
+its distinct frames signed once by ``broker.acl.signer``; the signature covers the extFields and
+body, so it stays valid on every send, and the broker checks every request as a real client's).
+Before measuring, the ACL broker must refuse an unsigned and a wrongly signed send. Prints both
+rates and CPU per request and their ratios. ``--acl --cpu`` does the same in-process (CPU per
+message, ``StringTransport``), plus the cost of the check alone.
 """
 
 from __future__ import annotations
@@ -38,28 +48,36 @@ import tempfile
 import time
 
 from remoting_bench import (
+    ACL_ACCESS_KEY,
+    ACL_SECRET_KEY,
     FRAME_LENGTH,
+    check_acl_refuses,
     count_records,
     floor_factory,
     pull_frame,
     response_ok,
     send_frame,
     start_broker,
+    write_acl_home,
 )
-from send_pull_cpu import cpu_costs
+from send_pull_cpu import acl_cpu_costs, cpu_costs
 
 # --- the load generator (runs in a child process) ---------------------------------------------
 
 
 def run_load(host: str, port: int, kind: str, window: int, duration: float, warmup: float,
-             total_msgs: int = 0) -> dict:
-    """Keep ``window`` requests in flight for ``warmup + duration`` seconds; count answers."""
+             total_msgs: int = 0, signed: bool = False) -> dict:
+    """Keep ``window`` requests in flight for ``warmup + duration`` seconds; count answers.
+
+    ``signed``: the send frames carry the bench account's AccessKey and Signature.
+    """
     if kind == "pull":
         step = 32
         offsets = list(range(0, max(total_msgs, 1), step))
         frames = [pull_frame(o) for o in offsets]
     else:
-        frames = [send_frame(q) for q in range(4)]
+        credentials = (ACL_ACCESS_KEY, ACL_SECRET_KEY) if signed else None
+        frames = [send_frame(q, credentials) for q in range(4)]
     sock = socket.create_connection((host, port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.setblocking(False)
@@ -151,10 +169,11 @@ def run_load(host: str, port: int, kind: str, window: int, duration: float, warm
     }
 
 
-def run_client_process(port: int, kind: str, args: argparse.Namespace, total_msgs: int = 0) -> dict:
+def run_client_process(port: int, kind: str, args: argparse.Namespace, total_msgs: int = 0,
+                       signed: bool = False) -> dict:
     """Run :func:`run_load` in a child Python process (its own core, its own GIL)."""
     spec = {"port": port, "kind": kind, "window": args.window, "duration": args.duration,
-            "warmup": args.warmup, "total_msgs": total_msgs}
+            "warmup": args.warmup, "total_msgs": total_msgs, "signed": signed}
     proc = subprocess.run(
         [sys.executable, os.path.abspath(__file__), "--client", json.dumps(spec)],
         capture_output=True, text=True, timeout=args.warmup + args.duration + 60,
@@ -169,14 +188,15 @@ def run_client_process(port: int, kind: str, args: argparse.Namespace, total_msg
 # --- orchestration ----------------------------------------------------------------------------
 
 
-def _phase(reactor, port: int, kind: str, args, total_msgs: int = 0, profiler=None):
+def _phase(reactor, port: int, kind: str, args, total_msgs: int = 0, profiler=None,
+           signed: bool = False):
     """Run one load phase from a thread while the reactor serves; returns (result, cpu_s)."""
     from twisted.internet import threads
 
     cpu0 = time.process_time()
     if profiler is not None:
         profiler.enable()
-    d = threads.deferToThread(run_client_process, port, kind, args, total_msgs)
+    d = threads.deferToThread(run_client_process, port, kind, args, total_msgs, signed)
 
     def done(result):
         if profiler is not None:
@@ -206,17 +226,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", metavar="FILE", help="write a cProfile of the broker phases")
     p.add_argument("--cpu", action="store_true",
                    help="only measure CPU us/msg of the floor and broker paths in-process")
+    p.add_argument("--acl", action="store_true",
+                   help="compare sends to a broker without ACL and one with aclEnable=true "
+                        "(signed frames), alternating; with --cpu, in-process")
     p.add_argument("--client", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.cpu:
         import logging
 
         logging.basicConfig(level=logging.ERROR)
+        if args.acl:
+            return acl_cpu_costs(repeat=args.repeat, profile=args.profile)
         return cpu_costs(profile=args.profile)
     if args.client:
         spec = json.loads(args.client)
         print(json.dumps(run_load("127.0.0.1", spec.pop("port"), **spec)))
         return 0
+    if args.acl:
+        return acl_main(args)
 
     import logging
 
@@ -291,6 +318,87 @@ def main(argv: list[str] | None = None) -> int:
     import shutil
 
     shutil.rmtree(store_dir, ignore_errors=True)
+    return outcome["rc"]
+
+
+def acl_main(args: argparse.Namespace) -> int:
+    """``--acl``: send throughput and server CPU per request of a broker without ACL and of one
+    with ``aclEnable=true`` (signed frames), phases alternating ``args.repeat`` times, best of
+    each. Exit status 1 if any answer was an error, 2 if the run failed."""
+    import logging
+    import shutil
+
+    from twisted.internet import defer, reactor
+
+    logging.basicConfig(level=logging.ERROR)
+    profiler = None
+    if args.profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+    outcome: dict = {"rc": 0}
+    plain_dir = tempfile.mkdtemp(prefix="rmq-emu-bench-")
+    acl_dir = tempfile.mkdtemp(prefix="rmq-emu-bench-acl-")
+    home = write_acl_home(tempfile.mkdtemp(prefix="rmq-emu-bench-home-"))
+
+    @defer.inlineCallbacks
+    def run():
+        controllers = []
+        try:
+            plain, plain_port = start_broker(reactor, plain_dir)
+            acl, acl_port = start_broker(reactor, acl_dir, acl_home=home)
+            for controller in (plain, acl):
+                yield defer.maybeDeferred(controller.start)
+                controllers.append(controller)
+            check_acl_refuses(acl)
+            gc.freeze()  # as `rmq-emu up` / `broker` do once started (broker/cli.py)
+            best = {"off": (0.0, float("inf")), "on": (0.0, float("inf"))}
+            errors = 0
+            for _ in range(args.repeat):
+                for key, controller, port, signed, name in (
+                        ("off", plain, plain_port, False, "send, ACL off"),
+                        ("on", acl, acl_port, True, "send, ACL on (signed)")):
+                    result, cpu = yield _phase(reactor, port, "send", args, signed=signed,
+                                               profiler=profiler if signed else None)
+                    rate = _report(name, result, cpu)
+                    per_req = cpu / max(result["answered"], 1) * 1e6
+                    best_rate, best_cpu = best[key]
+                    best[key] = (max(best_rate, rate), min(best_cpu, per_req))
+                    errors += result["errors"]
+                    controller.store.flush()
+            (off_rate, off_cpu), (on_rate, on_cpu) = best["off"], best["on"]
+            print(f"best of {args.repeat}: ACL off {off_rate:,.0f} msgs/s, {off_cpu:.1f} us/request;"
+                  f" ACL on {on_rate:,.0f} msgs/s, {on_cpu:.1f} us/request")
+            print(f"throughput ratio ACL on/off     {on_rate / off_rate if off_rate else 0.0:8.3f}")
+            print(f"server CPU ratio ACL on/off     {on_cpu / off_cpu:8.3f}   "
+                  f"(the check: {on_cpu - off_cpu:+.1f} us/request, "
+                  f"{(on_cpu - off_cpu) / off_cpu * 100:+.0f} % of a send)")
+            if errors:
+                outcome["rc"] = 1
+        except Exception:
+            import traceback
+
+            traceback.print_exc()
+            outcome["rc"] = 2
+        finally:
+            for controller in controllers:
+                try:
+                    yield defer.maybeDeferred(controller.stop)
+                except Exception:
+                    import traceback
+
+                    traceback.print_exc()
+                    outcome["rc"] = 2
+            reactor.stop()
+
+    reactor.callWhenRunning(run)
+    reactor.run()
+    if profiler is not None:
+        profiler.dump_stats(args.profile)
+        print(f"profile of the ACL-on phases written to {args.profile} "
+              f"(python -m pstats {args.profile})")
+    for path in (plain_dir, acl_dir, home):
+        shutil.rmtree(path, ignore_errors=True)
     return outcome["rc"]
 
 

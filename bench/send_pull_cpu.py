@@ -8,14 +8,128 @@ import tempfile
 import time
 
 from remoting_bench import (
+    ACL_ACCESS_KEY,
+    ACL_SECRET_KEY,
     FRAME_LENGTH,
+    check_acl_refuses,
     count_records,
     floor_factory,
     pull_frame,
     response_ok,
     send_frame,
     start_broker,
+    write_acl_home,
 )
+
+
+def _send_cost(proto, batch: bytes, count: int) -> float:
+    """CPU µs per frame of feeding ``batch`` (32 frames) into ``proto`` ``count // 32`` times
+    after 100 unmeasured feeds; raises unless every answer was a success."""
+    from twisted.internet.testing import StringTransport
+
+    transport = StringTransport()
+    proto.makeConnection(transport)
+    for _ in range(100):  # warm up: topic creation, first file pages, caches
+        proto.dataReceived(batch)
+        _check_all_ok(transport.value())
+        transport.clear()
+    clock = time.process_time
+    cpu = 0.0
+    for _ in range(count // 32):
+        t0 = clock()
+        proto.dataReceived(batch)
+        cpu += clock() - t0
+        _check_all_ok(transport.value())
+        transport.clear()
+    return cpu / (count // 32 * 32) * 1e6
+
+
+def _check_all_ok(out: bytes) -> None:
+    """Raise unless every response frame in ``out`` says code 0."""
+    buf = bytearray(out)
+    pos = 0
+    while pos + 4 <= len(buf):
+        if not response_ok(buf, pos + 4):
+            raise RuntimeError(f"send answered with an error: {bytes(buf[pos:pos + 300])!r}")
+        pos += 4 + FRAME_LENGTH.unpack_from(buf, pos)[0]
+
+
+def acl_cpu_costs(n: int = 20000, repeat: int = 3, profile: str | None = None) -> int:
+    """``--acl --cpu``: CPU µs per SEND_MESSAGE_V2 of a broker without ACL and of one with
+    ``aclEnable=true`` fed signed frames (32 per read), alternating ``repeat`` times, lowest of
+    each; then the check alone (the ACL interceptor on the decoded request)."""
+    import shutil
+
+    from twisted.internet import reactor
+
+    from rocketmq_emu.broker.remoting.command import RemotingCommand
+
+    credentials = (ACL_ACCESS_KEY, ACL_SECRET_KEY)
+    plain_batch = b"".join(send_frame(q) for q in range(4)) * 8
+    signed_frames = [send_frame(q, credentials) for q in range(4)]
+    signed_batch = b"".join(signed_frames) * 8
+    dirs = [tempfile.mkdtemp(prefix="rmq-emu-bench-"), tempfile.mkdtemp(prefix="rmq-emu-bench-acl-")]
+    home = write_acl_home(tempfile.mkdtemp(prefix="rmq-emu-bench-home-"))
+    controllers = []
+    try:
+        plain, _ = start_broker(reactor, dirs[0])
+        acl, _ = start_broker(reactor, dirs[1], acl_home=home)
+        for controller in (plain, acl):
+            controller.store.load()
+            controller.store.start()
+            controllers.append(controller)
+        check_acl_refuses(acl)
+        gc.freeze()  # as `rmq-emu up` / `broker` do once started (broker/cli.py)
+        plain_proto = plain.factory.buildProtocol(("127.0.0.1", 1))
+        acl_proto = acl.factory.buildProtocol(("127.0.0.1", 1))
+        profiler = None
+        if profile:
+            import cProfile
+
+            profiler = cProfile.Profile()
+        off = on = float("inf")
+        for i in range(repeat):
+            cost = _send_cost(plain_proto, plain_batch, n)
+            print(f"round {i + 1}: ACL off {cost:6.2f} us/msg", end="")
+            off = min(off, cost)
+            if profiler is not None:
+                profiler.enable()
+            cost = _send_cost(acl_proto, signed_batch, n)
+            if profiler is not None:
+                profiler.disable()
+            print(f"   ACL on (signed) {cost:6.2f} us/msg")
+            on = min(on, cost)
+            for controller in controllers:
+                controller.store.build_queued_index()
+        # The check alone: the interceptor the broker runs before the send processor.
+        cmds = [RemotingCommand.decode(f) for f in signed_frames]
+        intercept = acl.acl.intercept
+        for cmd in cmds:
+            if intercept(cmd, acl_proto) is not None:
+                raise RuntimeError("the ACL check refused a signed frame")
+        rounds = n // 4
+        t0 = time.process_time()
+        for _ in range(rounds):
+            for cmd in cmds:
+                intercept(cmd, acl_proto)
+        alone = (time.process_time() - t0) / (rounds * len(cmds)) * 1e6
+        if profiler is not None:
+            profiler.dump_stats(profile)
+            print(f"profile of the ACL-on rounds written to {profile}")
+        for controller in controllers:
+            controller.store.shutdown()
+    finally:
+        for path in (*dirs, home):
+            shutil.rmtree(path, ignore_errors=True)
+    print(f"broker send CPU, ACL off          {off:6.2f} us/msg   (lowest of {repeat}; 1 KiB "
+          f"bodies, 32 per read)")
+    print(f"broker send CPU, ACL on (signed)  {on:6.2f} us/msg")
+    print(f"CPU ratio ACL on/off              {on / off:6.3f}   (the check: {on - off:+.2f} "
+          f"us/msg, {(on - off) / off * 100:+.0f} % of a send)"
+          + ("; the ACL-on rounds ran under cProfile, not comparable" if profile else ""))
+    print(f"  the ACL interceptor alone       {alone:6.2f} us/msg   (parse, signature, "
+          f"permissions)")
+    return 0
 
 
 def cpu_costs(n: int = 20000, profile: str | None = None) -> int:
