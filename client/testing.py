@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from twisted.internet import defer
+from twisted.internet.error import CannotListenError
 
 from rocketmq_emu.broker.cluster import BrokerSlot, Cluster, ClusterSpec
 from rocketmq_emu.client.blocking import (
@@ -87,6 +88,10 @@ def _broker_names(first: str, count: int) -> list[str]:
             names.append(candidate)
         i += 1
     return names
+
+
+#: Starts tried with freshly picked broker ports when one was taken in the meantime.
+_PORT_ATTEMPTS = 3
 
 
 class EmbeddedCluster:
@@ -273,8 +278,18 @@ class EmbeddedCluster:
                            grpc_port=self._grpc_port)
 
     async def _start(self) -> EmbeddedCluster:
-        cluster = self.cluster = self.controls.build(self._spec())
-        await cluster.start()
+        for attempt in range(_PORT_ATTEMPTS):
+            cluster = self.cluster = self.controls.build(self._spec())
+            try:
+                await cluster.start()
+                break
+            except CannotListenError:
+                # A port picked free a moment ago can be taken by then (the kernel hands the
+                # same range to outgoing connections): pick again, unless the caller chose it.
+                # Cluster.start has stopped what it started.
+                if self._first_port is not None or attempt == _PORT_ATTEMPTS - 1:
+                    raise
+                log.warning("a picked broker port was taken meanwhile; picking others")
         if self.control_port is not None:
             try:
                 self.control_port = self.controls.serve(cluster, self.control_port)
