@@ -79,6 +79,7 @@ from rocketmq_emu.broker.grpc.wire import (
     parse_timeout,
     trailers_only,
 )
+from rocketmq_emu.broker.remoting.close_events import CloseEvents
 from rocketmq_emu.broker.remoting.dispatcher import default_clock
 
 __all__ = [
@@ -229,8 +230,7 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         self._shut = False
         self._header_cache: dict[tuple[tuple[bytes, bytes], ...], RequestHeaders] = {}
         self._deadlines = Deadlines(self.clock, self._deadline_expired)
-        self._close_callbacks: list[Callable[[GrpcProtocol], Any]] = []
-        self._closed_waiters: list[defer.Deferred] = []
+        self._close_events = CloseEvents(self)
 
     def __repr__(self) -> str:
         return f"<GrpcProtocol {self.connection_id} calls={len(self.calls)}>"
@@ -242,18 +242,11 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
 
     def add_close_callback(self, fn: Callable[[GrpcProtocol], Any]) -> None:
         """Call ``fn(conn)`` once when the connection closes (at once if it is closed)."""
-        if self.closed:
-            fn(self)
-        else:
-            self._close_callbacks.append(fn)
+        self._close_events.add_callback(fn)
 
     def when_closed(self) -> defer.Deferred:
         """A Deferred firing (with this connection) once the connection is closed."""
-        if self.closed:
-            return defer.succeed(self)
-        d: defer.Deferred = defer.Deferred()
-        self._closed_waiters.append(d)
-        return d
+        return self._close_events.when_closed()
 
     # --- connection ------------------------------------------------------------------------------
     def connectionMade(self) -> None:  # noqa: N802 - Twisted's name
@@ -283,15 +276,7 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         for call in calls:
             call._mark_cancelled()
         self._deadlines.settle()
-        callbacks, self._close_callbacks = self._close_callbacks, []
-        for fn in callbacks:
-            try:
-                fn(self)
-            except Exception:
-                log.exception("%s: close callback %r failed", self.connection_id, fn)
-        waiters, self._closed_waiters = self._closed_waiters, []
-        for d in waiters:
-            d.callback(self)
+        self._close_events.fire()
 
     def shutdown(self) -> None:
         """Answer every call in flight UNAVAILABLE, send GOAWAY and close the connection."""

@@ -21,6 +21,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
 
+from rocketmq_emu.broker.remoting.close_events import CloseEvents
 from rocketmq_emu.broker.remoting.codes import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
@@ -90,8 +91,7 @@ class RemotingProtocol(Protocol):
         self._buf = bytearray()
         self._out: list[bytes] | None = None
         self._pending: dict[int, tuple[defer.Deferred, Any]] = {}
-        self._close_callbacks: list[Callable[[RemotingProtocol], None]] = []
-        self._closed_waiters: list[defer.Deferred] = []
+        self._close_events = CloseEvents(self)
 
     # --- attributes ----------------------------------------------------------------------------
     @property
@@ -107,18 +107,11 @@ class RemotingProtocol(Protocol):
 
     def add_close_callback(self, fn: Callable[[RemotingProtocol], None]) -> None:
         """Call ``fn(conn)`` once when the connection closes (at once if already closed)."""
-        if self.closed:
-            fn(self)
-        else:
-            self._close_callbacks.append(fn)
+        self._close_events.add_callback(fn)
 
     def when_closed(self) -> defer.Deferred:
         """A Deferred that fires (with this connection) once the connection is closed."""
-        if self.closed:
-            return defer.succeed(self)
-        d: defer.Deferred = defer.Deferred()
-        self._closed_waiters.append(d)
-        return d
+        return self._close_events.when_closed()
 
     def close(self) -> None:
         """Close the connection after pending writes."""
@@ -158,15 +151,7 @@ class RemotingProtocol(Protocol):
                     f"connection to {self.peer_addr} closed before the response to opaque {opaque}"
                 )
             )
-        callbacks, self._close_callbacks = self._close_callbacks, []
-        for fn in callbacks:
-            try:
-                fn(self)
-            except Exception:
-                log.exception("close callback %r for %s failed", fn, self.peer_addr)
-        waiters, self._closed_waiters = self._closed_waiters, []
-        for d in waiters:
-            d.callback(self)
+        self._close_events.fire()
 
     def dataReceived(self, data: bytes) -> None:
         """Cut the whole frames out of what arrived, decode and handle each in order, and write
