@@ -15,7 +15,7 @@ from rocketmq_emu.broker.grpc import messages
 from rocketmq_emu.broker.grpc.context import ProxyContext
 from rocketmq_emu.broker.grpc.convert import duration_ms, set_timestamp_ms, to_grpc_message
 from rocketmq_emu.broker.grpc.pop_result import FOUND, POLLING_FULL, read_pop_response
-from rocketmq_emu.broker.grpc.producer_activity import ack_header, decode_handle
+from rocketmq_emu.broker.grpc.producer_activity import ack_header, decode_handle, send_to_dlq
 from rocketmq_emu.broker.grpc.proxy_state import ProxyState
 from rocketmq_emu.broker.grpc.receipt_handles import ReceiptHandleManager
 from rocketmq_emu.broker.grpc.settings import merge_subscription
@@ -184,21 +184,9 @@ class ConsumerActivity:
 
     async def _to_dlq(self, ctx: ProxyContext, handle: str, record: Any, group: str,
                       topic: str) -> None:
-        parsed = decode_handle(handle)
-        header = {
-            "offset": parsed.commit_log_offset,
-            "group": group,
-            "delayLevel": -1,
-            "originMsgId": record.properties.get("UNIQ_KEY", ""),
-            "originTopic": parsed.real_topic(topic, group),
-            "maxReconsumeTimes": 0,
-        }
-        cmd = self.state.request(ctx, RequestCode.CONSUMER_SEND_MSG_BACK, header)
-        channel = self.state.conn(ctx)
-        answer = await self.state.invoke(parsed.broker_name, cmd, channel)
-        if answer is not None and answer.code == ResponseCode.SUCCESS:
-            await self._ack(ctx, parsed.broker_name, handle, group, topic)
-        else:
+        answer = await send_to_dlq(self.state, ctx, handle, record.properties.get("UNIQ_KEY", ""),
+                                   group, topic)
+        if answer is None or answer.code != ResponseCode.SUCCESS:
             log.warning("forward to DLQ failed: %s", getattr(answer, "remark", None))
 
     def _nack(self, ctx: ProxyContext, request: Any, found: list[Any]) -> None:

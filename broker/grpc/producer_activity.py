@@ -187,30 +187,41 @@ class ProducerActivity:
         group, topic = request.group.name, request.topic.name
         handle_string = self.latest_handle(ctx, group, request.message_id,
                                            request.receipt_handle)
-        handle = decode_handle(handle_string)
-        if handle.commit_log_offset < 0:
-            raise ProxyError(Code.INVALID_RECEIPT_HANDLE, "commit log offset is empty")
-        header = {
-            "offset": handle.commit_log_offset,
-            "group": group,
-            "delayLevel": -1,
-            "originMsgId": request.message_id,
-            "originTopic": handle.real_topic(topic, group),
-            "maxReconsumeTimes": 0,
-        }
-        channel = self.state.conn(ctx)
-        cmd = self.state.request(ctx, RequestCode.CONSUMER_SEND_MSG_BACK, header)
-        answer = await self.state.invoke(handle.broker_name, cmd, channel)
+        answer = await send_to_dlq(self.state, ctx, handle_string, request.message_id, group,
+                                   topic)
         code = answer.code if answer is not None else ResponseCode.SYSTEM_ERROR
         remark = answer.remark if answer is not None else None
-        if code == ResponseCode.SUCCESS:
-            ack = self.state.request(ctx, RequestCode.ACK_MESSAGE,
-                                     ack_header(handle, handle_string, group, topic))
-            await self.state.invoke(handle.broker_name, ack, channel)
         response = messages.message_class("ForwardMessageToDeadLetterQueueResponse")()
         # ResponseBuilder.buildStatus(int, String): the remark, else the code as text.
         response.status.CopyFrom(build_status(remoting_code(code), remark or str(code)))
         return response
+
+
+async def send_to_dlq(state: ProxyState, ctx: ProxyContext, handle_string: str, msg_id: str,
+                      group: str, topic: str) -> Any:
+    """``ProducerProcessor.forwardMessageToDeadLetterQueue``: CONSUMER_SEND_MSG_BACK (36) with
+    delayLevel -1 and maxReconsumeTimes 0 (straight to ``%DLQ%group``), then, if it succeeded,
+    an ACK_MESSAGE of the message; the send-back's answer. Used by the RPC and by
+    ReceiveMessage's TO_DLQ filter result."""
+    handle = decode_handle(handle_string)
+    if handle.commit_log_offset < 0:
+        raise ProxyError(Code.INVALID_RECEIPT_HANDLE, "commit log offset is empty")
+    header = {
+        "offset": handle.commit_log_offset,
+        "group": group,
+        "delayLevel": -1,
+        "originMsgId": msg_id,
+        "originTopic": handle.real_topic(topic, group),
+        "maxReconsumeTimes": 0,
+    }
+    channel = state.conn(ctx)
+    cmd = state.request(ctx, RequestCode.CONSUMER_SEND_MSG_BACK, header)
+    answer = await state.invoke(handle.broker_name, cmd, channel)
+    if answer is not None and answer.code == ResponseCode.SUCCESS:
+        ack = state.request(ctx, RequestCode.ACK_MESSAGE,
+                            ack_header(handle, handle_string, group, topic))
+        await state.invoke(handle.broker_name, ack, channel)
+    return answer
 
 
 def ack_header(handle: ReceiptHandle, handle_string: str, group: str,
