@@ -162,9 +162,10 @@ def write_acl_home(home: str) -> str:
     return home
 
 
-def start_broker(reactor, store_dir: str, acl_home: str | None = None):
+def start_broker(reactor, store_dir: str, acl_home: str | None = None, **settings):
     """A BrokerController (not yet started) with a temporary store and no name server; with
-    ``acl_home`` it has ``aclEnable=true`` and that ``rocketmqHome``. Returns it and its port."""
+    ``acl_home`` it has ``aclEnable=true`` and that ``rocketmqHome``; ``settings`` are further
+    BrokerConfig fields (``tls=None``: no TLS switch). Returns it and its port."""
     from rocketmq_emu.broker.config import BrokerConfig
     from rocketmq_emu.broker.controller import BrokerController
 
@@ -175,6 +176,7 @@ def start_broker(reactor, store_dir: str, acl_home: str | None = None):
         mapped_file_size_commit_log=256 * 1024 * 1024,
         acl_enable=acl_home is not None,
         rocketmq_home=acl_home,
+        **settings,
     )
     controller = BrokerController(cfg, reactor=reactor, host="127.0.0.1")
     return controller, cfg.listen_port

@@ -66,10 +66,12 @@ from send_pull_cpu import acl_cpu_costs, cpu_costs
 
 
 def run_load(host: str, port: int, kind: str, window: int, duration: float, warmup: float,
-             total_msgs: int = 0, signed: bool = False) -> dict:
+             total_msgs: int = 0, signed: bool = False, tls: bool = False) -> dict:
     """Keep ``window`` requests in flight for ``warmup + duration`` seconds; count answers.
 
-    ``signed``: the send frames carry the bench account's AccessKey and Signature.
+    ``signed``: the send frames carry the bench account's AccessKey and Signature. ``tls``: the
+    connection is TLS (handshake first, trusting any certificate, as a RocketMQ client in test
+    mode); writes go in 16 KiB slices so a retried write repeats the same bytes.
     """
     if kind == "pull":
         step = 32
@@ -80,6 +82,15 @@ def run_load(host: str, port: int, kind: str, window: int, duration: float, warm
         frames = [send_frame(q, credentials) for q in range(4)]
     sock = socket.create_connection((host, port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    would_block: tuple[type[Exception], ...] = (BlockingIOError,)
+    if tls:
+        import ssl
+
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        sock = ctx.wrap_socket(sock)
+        would_block = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
     sock.setblocking(False)
     sel = selectors.DefaultSelector()
     registered = selectors.EVENT_READ | selectors.EVENT_WRITE
@@ -127,14 +138,16 @@ def run_load(host: str, port: int, kind: str, window: int, duration: float, warm
         for _key, mask in sel.select(0.5):
             if mask & selectors.EVENT_WRITE and out:
                 try:
-                    n = sock.send(out)
+                    n = sock.send(out[:16384] if tls else out)
                     del out[:n]
-                except BlockingIOError:
+                except would_block:
                     pass
             if mask & selectors.EVENT_READ:
                 try:
                     data = sock.recv(1 << 20)
-                except BlockingIOError:
+                    while tls and sock.pending():
+                        data += sock.recv(1 << 20)
+                except would_block:
                     continue
                 if not data:
                     raise SystemExit("server closed the connection")
@@ -170,10 +183,10 @@ def run_load(host: str, port: int, kind: str, window: int, duration: float, warm
 
 
 def run_client_process(port: int, kind: str, args: argparse.Namespace, total_msgs: int = 0,
-                       signed: bool = False) -> dict:
+                       signed: bool = False, tls: bool = False) -> dict:
     """Run :func:`run_load` in a child Python process (its own core, its own GIL)."""
     spec = {"port": port, "kind": kind, "window": args.window, "duration": args.duration,
-            "warmup": args.warmup, "total_msgs": total_msgs, "signed": signed}
+            "warmup": args.warmup, "total_msgs": total_msgs, "signed": signed, "tls": tls}
     proc = subprocess.run(
         [sys.executable, os.path.abspath(__file__), "--client", json.dumps(spec)],
         capture_output=True, text=True, timeout=args.warmup + args.duration + 60,
@@ -189,14 +202,14 @@ def run_client_process(port: int, kind: str, args: argparse.Namespace, total_msg
 
 
 def _phase(reactor, port: int, kind: str, args, total_msgs: int = 0, profiler=None,
-           signed: bool = False):
+           signed: bool = False, tls: bool = False):
     """Run one load phase from a thread while the reactor serves; returns (result, cpu_s)."""
     from twisted.internet import threads
 
     cpu0 = time.process_time()
     if profiler is not None:
         profiler.enable()
-    d = threads.deferToThread(run_client_process, port, kind, args, total_msgs, signed)
+    d = threads.deferToThread(run_client_process, port, kind, args, total_msgs, signed, tls)
 
     def done(result):
         if profiler is not None:

@@ -45,6 +45,8 @@ SUBCOMMAND_MODULES: list[tuple[str, str, str]] = [
 #: Where ``up`` keeps its data when neither ``--store`` nor ``storePathRootDir`` says:
 #: ``./store`` (git-ignored), not RocketMQ's ``~/store``, so ``make run`` stays in the checkout.
 DEFAULT_UP_STORE = "store"
+#: The name server's listenPort default (NettyServerConfig in NamesrvStartup).
+DEFAULT_NAMESRV_PORT = 9876
 
 
 class CliError(Exception):
@@ -98,12 +100,38 @@ def prepare_store(root: str) -> None:
 # --- services -----------------------------------------------------------------------------------
 
 
-def make_namesrv(reactor: Any, host: str, port: int, kv_config_path: str | None = None) -> Any:
-    """A name server alone for ``host:port`` (``start()`` it; ``stop()`` it at shutdown); name
-    servers with brokers are built by :class:`rocketmq_emu.broker.cluster.Cluster`."""
+def load_namesrv_settings(conf: str | None) -> Any:
+    """``namesrv.conf`` (if any) as :class:`~rocketmq_emu.namesrv.config.NamesrvSettings`."""
+    from rocketmq_emu.broker.properties import PropertiesError
+    from rocketmq_emu.namesrv.config import (
+        NamesrvConfigError,
+        NamesrvSettings,
+        load_namesrv_conf,
+    )
+
+    if not conf:
+        return NamesrvSettings()
+    try:
+        return load_namesrv_conf(conf)
+    except FileNotFoundError:
+        raise CliError(f"{conf}: no such file") from None
+    except OSError as e:
+        raise CliError(f"{conf}: cannot read: {e.strerror or e}") from None
+    except (NamesrvConfigError, PropertiesError) as e:
+        raise CliError(f"{e}; fix that line of the file") from None
+
+
+def make_namesrv(reactor: Any, host: str, port: int, kv_config_path: str | None = None,
+                 settings: Any = None) -> Any:
+    """A name server alone for ``host:port`` (``start()`` it; ``stop()`` it at shutdown) with
+    ``namesrv.conf``'s other ``settings``; name servers with brokers are built by
+    :class:`rocketmq_emu.broker.cluster.Cluster`."""
+    from rocketmq_emu.namesrv.config import NamesrvSettings
     from rocketmq_emu.namesrv.server import NameServer
 
-    return NameServer(reactor, port=port, host=host, kv_config_path=kv_config_path)
+    settings = settings or NamesrvSettings()
+    return NameServer(reactor, port=port, host=host, kv_config_path=kv_config_path,
+                      order_message_enable=settings.order_message_enable, tls=settings.tls)
 
 
 def _stop_all(services: list[Any]) -> Any:
@@ -262,15 +290,20 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
 
     from twisted.internet import defer
 
+    settings = load_namesrv_settings(args.config)
+    port = args.port if args.port is not None else settings.listen_port or DEFAULT_NAMESRV_PORT
+    kv_config = args.kv_config or settings.kv_config_path
+
     @defer.inlineCallbacks
     def starter(reactor, services):
-        namesrv = make_namesrv(reactor, args.host, args.port, args.kv_config)
+        namesrv = make_namesrv(reactor, args.host, port, kv_config, settings)
         services.append(namesrv)
         yield _maybe_start(namesrv)
         print(f"rmq-emu: name server listening on {args.host}:{namesrv.port}", flush=True)
         print("rmq-emu: ready (Ctrl-C to stop)", flush=True)
 
-    return _serve(starter, [PortRole(args.port, "name server port", "--port")], debug=args.debug)
+    option = "--port" if args.port is not None or not settings.listen_port else "listenPort"
+    return _serve(starter, [PortRole(port, "name server port", option)], debug=args.debug)
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
@@ -325,7 +358,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "up", help="name server + broker in one process",
         description="Run a name server and a broker in one process until Ctrl-C/SIGTERM.")
     up.add_argument("--store", help=f"store directory (default: storePathRootDir or ./{DEFAULT_UP_STORE})")
-    up.add_argument("--namesrv-port", type=int, default=9876, help="name server port (9876)")
+    up.add_argument("--namesrv-port", type=int, default=DEFAULT_NAMESRV_PORT,
+                    help=f"name server port ({DEFAULT_NAMESRV_PORT})")
     up.add_argument("--broker-port", type=int, default=None,
                     help="broker listenPort (default: broker.conf or 10911); port-2 is also served")
     up.add_argument("-c", "--config", metavar="broker.conf", help="RocketMQ broker.conf")
@@ -347,10 +381,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.set_defaults(func=cmd_up)
 
     ns = subparsers.add_parser("namesrv", help="a name server alone")
-    ns.add_argument("--port", type=int, default=9876, help="listen port (9876)")
+    ns.add_argument("-c", "--config", metavar="namesrv.conf",
+                    help="RocketMQ namesrv.conf (listenPort, kvConfigPath, orderMessageEnable, "
+                         "and the tls.* keys Java takes as -D properties)")
+    ns.add_argument("--port", type=int, default=None,
+                    help=f"listen port (overrides listenPort; default {DEFAULT_NAMESRV_PORT})")
     ns.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
     ns.add_argument("--kv-config", metavar="PATH",
-                    help="persist KV config here (default: in memory only)")
+                    help="persist KV config here (overrides kvConfigPath; default: in memory "
+                         "only)")
     ns.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                     help="show the traceback of a startup failure")
     ns.set_defaults(func=cmd_namesrv)

@@ -30,7 +30,13 @@ from rocketmq_emu.broker.delay_levels import (
 )
 from rocketmq_emu.broker.properties import PropertiesError, parse_properties
 from rocketmq_emu.broker.schedule.timer_message import DEFAULT_TIMER_MAX_DELAY_SEC
-from rocketmq_emu.broker.tls.config import TLS_KEYS, TlsConfig, TlsConfigError, parse_tls
+from rocketmq_emu.broker.tls.config import (
+    DEFAULT_TLS,
+    TLS_KEYS,
+    TlsConfig,
+    TlsConfigError,
+    parse_tls,
+)
 
 log = logging.getLogger(__name__)
 
@@ -141,10 +147,11 @@ class BrokerConfig:
     acl_enable: bool = False
     #: Java's default is ``$ROCKETMQ_HOME``; None here, and the ACL service falls back to it.
     rocketmq_home: str | None = None
-    # --- TLS (Java TlsSystemConfig: the dotted tls.* keys, see broker.tls.config). None: plain
-    # ports, unless tls.server.mode or tls.config.file is set. Not a BrokerConfig property in
-    # Java, so GET_BROKER_CONFIG does not list it.
-    tls: TlsConfig | None = field(default=None,
+    # --- TLS (Java TlsSystemConfig: the dotted tls.* keys, see broker.tls.config). RocketMQ's
+    # default is permissive with a test-mode certificate; None: no TLS switch on the ports at all
+    # (bench/tls.py's reference). Not a BrokerConfig property in Java, so GET_BROKER_CONFIG does
+    # not list it.
+    tls: TlsConfig | None = field(default=DEFAULT_TLS,
                                   metadata={"java_key": "tls.*", "property": False})
 
     def namesrv_addrs(self) -> list[str]:
@@ -293,8 +300,7 @@ def config_from_properties(
             cfg.tls = parse_tls(tls_entries)
         except TlsConfigError as e:
             raise ConfigError(str(e)) from None
-        if cfg.tls is not None:
-            loaded.explicit.add("tls")
+        loaded.explicit.add("tls")
     return loaded
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from twisted.internet import defer
 
@@ -18,6 +18,7 @@ from rocketmq_emu.broker.remoting.protocol import (
     RemotingServerFactory,
     RequestDispatcher,
 )
+from rocketmq_emu.broker.tls.config import DEFAULT_TLS, TlsConfig
 from rocketmq_emu.namesrv.kvconfig import KVConfigManager
 from rocketmq_emu.namesrv.processor import NamesrvProcessor
 from rocketmq_emu.namesrv.route_info import (
@@ -26,9 +27,6 @@ from rocketmq_emu.namesrv.route_info import (
     SCAN_PERIOD_SECONDS,
     RouteInfoManager,
 )
-
-if TYPE_CHECKING:
-    from rocketmq_emu.broker.tls.config import TlsConfig
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +50,7 @@ class NameServer:
         scan_period_seconds: float = SCAN_PERIOD_SECONDS,
         max_length: int = DEFAULT_MAX_LENGTH,
         order_message_enable: bool = False,
-        tls: TlsConfig | None = None,
+        tls: TlsConfig | None = DEFAULT_TLS,
     ) -> None:
         self.reactor = reactor
         self.host = host
@@ -72,7 +70,8 @@ class NameServer:
         )
         self.processor.register(self.dispatcher)
         self.factory = RemotingServerFactory(self.dispatcher, reactor, max_length)
-        #: ``tls.*`` settings (Java: the name server's ``TlsSystemConfig``); None: plain.
+        #: ``tls.*`` settings (Java: the name server's ``TlsSystemConfig``; RocketMQ's default is
+        #: permissive); None: no TLS switch on the port at all.
         self.tls = tls
         self._tls_switch: Any = None
         self._listening: Any = None

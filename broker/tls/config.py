@@ -6,10 +6,13 @@ RocketMQ 4.9.8 reads these keys from JVM system properties, then overlays the on
 there, whose values win as in ``TlsHelper``. As in Java, ``tls.server.mode`` is not read from
 that file.
 
-One difference on purpose: TLS is wired only when ``tls.server.mode`` or ``tls.config.file`` is
-given (RocketMQ's default is permissive; the emulator's stays plain for now). And a value Java
-would silently read as its default (an unknown mode or client-auth word, a boolean that is not
-true/false) is a start error naming the key here.
+With no ``tls.*`` key at all the ports are permissive with the test-mode certificate, as
+RocketMQ's defaults have them: a plain client pays one look at its first byte, and the
+certificate is made at the first TLS connection, so a start stays fast. Without the ``[tls]``
+extra (pyOpenSSL, cryptography) that default still serves plain clients and refuses a TLS
+handshake with one log line naming the extra; a TLS key set explicitly without it is a start
+error. A value Java would silently read as its default (an unknown mode or client-auth word, a
+boolean that is not true/false) is a start error naming the key here.
 
 Pure: no OpenSSL import (the context is built by :mod:`broker.tls.context`, lazily).
 """
@@ -104,6 +107,10 @@ class TlsConfig:
                 f"{', trusting ' + self.trust_cert_path if self.trust_cert_path else ''}")
 
 
+#: RocketMQ's defaults: permissive, test-mode certificate, no client authentication.
+DEFAULT_TLS = TlsConfig()
+
+
 def _bool(raw: str, where: str) -> bool:
     value = raw.strip().lower()
     if value not in ("true", "false"):
@@ -149,32 +156,33 @@ def read_tls_file(path: str, where: str) -> list[tuple[str, str, str]]:
     return [(e.key, e.value, f"{path}:{e.line} {e.key}") for e in entries]
 
 
+#: What a TLS handshake or an explicit TLS setting without the ``[tls]`` extra is told.
+NEEDS_EXTRA = "TLS needs pyOpenSSL and cryptography: pip install 'rocketmq-emu[tls]'"
+
+
 def _check_installed(where: str) -> None:
-    """TLS needs the ``[tls]`` extra; say so at start rather than at the first handshake."""
+    """TLS asked for explicitly needs the ``[tls]`` extra: say so at start rather than at the
+    first handshake."""
+    if not tls_available():
+        raise TlsConfigError(f"{where}: {NEEDS_EXTRA}")
+
+
+def tls_available() -> bool:
+    """Whether the ``[tls]`` extra is installed (pyOpenSSL and cryptography)."""
     import importlib.util
 
-    missing = [name for name, module in (("pyOpenSSL", "OpenSSL"),
-                                         ("cryptography", "cryptography"))
-               if importlib.util.find_spec(module) is None]
-    if missing:
-        raise TlsConfigError(f"{where}: TLS needs {', '.join(missing)}: "
-                             "pip install 'rocketmq-emu[tls]'")
+    return all(importlib.util.find_spec(m) is not None for m in ("OpenSSL", "cryptography"))
 
 
-def parse_tls(entries: Iterable[tuple[str, str, str]], base: Path | None = None,
-              ) -> TlsConfig | None:
+def parse_tls(entries: Iterable[tuple[str, str, str]], base: Path | None = None) -> TlsConfig:
     """Build the TLS config from ``(key, raw value, where)`` entries of ``broker.conf`` (later
-    entries win); None when neither ``tls.server.mode`` nor ``tls.config.file`` is set.
+    entries win); without any, RocketMQ's defaults (permissive, test mode).
 
     Relative paths are taken from ``base`` (the directory of ``broker.conf``) if given."""
     raw: dict[str, tuple[str, str]] = {}
     for key, value, where in entries:
         if key in TLS_KEYS:
             raw[key] = (value, where)
-    if TLS_SERVER_MODE not in raw and TLS_CONFIG_FILE not in raw:
-        for _key, (_, where) in raw.items():
-            log.warning("%s: has no effect without %s", where, TLS_SERVER_MODE)
-        return None
     if TLS_CONFIG_FILE in raw:
         value, where = raw[TLS_CONFIG_FILE]
         file = _path(value, where, base)
@@ -218,8 +226,12 @@ def _build(raw: dict[str, tuple[str, str]], base: Path | None) -> TlsConfig:
     for key in CLIENT_KEYS & raw.keys():
         log.info("%s: client-side TLS key, has no effect on the emulator's servers", raw[key][1])
     cfg = TlsConfig(**kwargs)
-    if cfg.mode is not TlsMode.DISABLED:
-        _check_installed(raw.get(TLS_SERVER_MODE, raw.get(TLS_CONFIG_FILE, ("", "tls")))[1])
+    asked = sorted(SERVER_KEYS & raw.keys() - {TLS_ENABLE}) if cfg.mode is not TlsMode.DISABLED \
+        else []
+    if cfg.client_enabled():
+        asked.append(TLS_ENABLE if TLS_ENABLE in raw else TLS_SERVER_MODE)
+    if asked:
+        _check_installed(raw[asked[0]][1])
     if cfg.mode is not TlsMode.DISABLED and not cfg.test_mode:
         # SslContextBuilder.forServer needs both; Java logs the failure and closes every TLS
         # connection, here it is a start error.

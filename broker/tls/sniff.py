@@ -20,7 +20,7 @@ from typing import Any
 
 from twisted.internet.protocol import Factory, Protocol
 
-from rocketmq_emu.broker.tls.config import TlsConfig, TlsMode
+from rocketmq_emu.broker.tls.config import NEEDS_EXTRA, TlsConfig, TlsMode
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,14 @@ class FirstByteProtocol(Protocol):
                             self.switch.name, _addr(peer))
                 self.transport.abortConnection()
                 return
-            inner = self.switch.tls_factory().buildProtocol(self.addr)
+            try:
+                tls = self.switch.tls_factory()
+            except ImportError:  # the default permissive mode without the [tls] extra
+                log.warning("%s: TLS handshake from %s refused: %s", self.switch.name,
+                            _addr(peer), NEEDS_EXTRA)
+                self.transport.abortConnection()
+                return
+            inner = tls.buildProtocol(self.addr)
             if inner is None:
                 self.transport.abortConnection()
                 return

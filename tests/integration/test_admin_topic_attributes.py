@@ -60,6 +60,8 @@ async def test_update_topic_with_attributes_persists_and_survives_restart(cluste
         await send_bodies(namesrv.addr, "AutoT", [b"x"])
         assert broker.store.topic_config.select_topic_config("AutoT").attributes == {}
         assert message_type(broker, "AutoT") is TopicMessageType.NORMAL
+        # topics.json is written in the store's flush thread: a job queued behind it runs after.
+        await broker.store.disk_sync.submit(lambda: None)
         path = tmp_path / "store" / "config" / "topics.json"
         table = json.loads(path.read_text())["topicConfigTable"]
         assert table["FifoT"]["attributes"] == {"message.type": "FIFO"}

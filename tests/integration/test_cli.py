@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -89,11 +90,18 @@ def procs():
 
 
 def rpc(addr: str, code: int, ext: dict | None = None, body: bytes = b"",
-        timeout: float = 5) -> RemotingCommand:
-    """One blocking request/response over a fresh connection."""
+        timeout: float = 5, tls: bool = False) -> RemotingCommand:
+    """One blocking request/response over a fresh connection (``tls``: trusting any
+    certificate, as a RocketMQ client in test mode)."""
     host, port = addr.rsplit(":", 1)
     frame = RemotingCommand.request(code, ext or {}, body).encode()
-    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+    with socket.create_connection((host, int(port)), timeout=timeout) as raw:
+        s = raw
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            s = ctx.wrap_socket(raw)
         s.sendall(frame)
         head = _recv_exact(s, 4)
         (length,) = struct.unpack(">i", head)
@@ -119,11 +127,11 @@ def send_message(broker: str, topic: str, body: bytes, queue_id: int = 0) -> Rem
     return rpc(broker, RequestCode.SEND_MESSAGE_V2, ext, body)
 
 
-def wait_route(namesrv: str, topic: str, timeout: float = 10) -> dict:
+def wait_route(namesrv: str, topic: str, timeout: float = 10, tls: bool = False) -> dict:
     """Poll GET_ROUTEINFO_BY_TOPIC until the name server knows ``topic``."""
     deadline = time.monotonic() + timeout
     while True:
-        resp = rpc(namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        resp = rpc(namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, tls=tls)
         if resp.code == 0:
             return jsonutil.loads(resp.body)
         if time.monotonic() > deadline:
@@ -242,3 +250,40 @@ def test_bad_broker_conf_exits_with_a_message(tmp_path):
                          cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert out.returncode == 2
     assert "listenPort" in out.stderr and "broker.conf" in out.stderr
+
+
+def test_enforcing_namesrv_conf_and_broker_conf_talk_tls(tmp_path, procs):
+    """``namesrv -c namesrv.conf`` and ``broker -c broker.conf`` with tls.server.mode=enforcing:
+    the broker registers over TLS (tls.enable follows the mode), clients get answers only over
+    TLS, a plain connection is closed."""
+    ns_port, broker_port = free_port(), free_port(need_minus_two=True)
+    (tmp_path / "namesrv.conf").write_text(f"listenPort={ns_port}\ntls.server.mode=enforcing\n")
+    ns = Proc(tmp_path, "namesrv", "namesrv", "-c", str(tmp_path / "namesrv.conf"))
+    procs.append(ns)
+    ns.wait_output("ready")
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"brokerName=broker-tls\nlistenPort={broker_port}\n"
+                    f"storePathRootDir={tmp_path / 'bstore'}\ntls.server.mode=enforcing\n"
+                    f"{SMALL_COMMITLOG}")
+    br = Proc(tmp_path, "broker", "broker", "-n", f"127.0.0.1:{ns_port}", "-c", str(conf))
+    procs.append(br)
+    br.wait_output("ready")
+    route = wait_route(f"127.0.0.1:{ns_port}", "TBW102", tls=True)
+    assert route["brokerDatas"][0]["brokerName"] == "broker-tls"
+    resp = rpc(f"127.0.0.1:{broker_port}", RequestCode.GET_BROKER_RUNTIME_INFO, tls=True)
+    assert resp.code == 0
+    for port in (ns_port, broker_port):
+        with pytest.raises((ConnectionError, OSError)):
+            rpc(f"127.0.0.1:{port}", RequestCode.GET_BROKER_CLUSTER_INFO)
+    assert "TLS is enforced" in ns.output()
+    assert br.stop() == 0 and ns.stop() == 0
+
+
+def test_bad_namesrv_conf_exits_with_a_message(tmp_path):
+    """An unusable namesrv.conf value stops the start with status 2 and names file and key."""
+    conf = tmp_path / "namesrv.conf"
+    conf.write_text("tls.server.mode=strict\n")
+    out = subprocess.run([sys.executable, "-m", "rocketmq_emu.broker.cli", "namesrv", "-c",
+                          str(conf)], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2
+    assert "namesrv.conf:1 tls.server.mode" in out.stderr and "Traceback" not in out.stderr

@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 #: which construct.debug imports.)
 NOT_AT_START = ("pyspark", "pandas", "pyarrow", "numpy", "matplotlib", "lark",
                 "rocketmq_emu.client", "rocketmq_emu.reports", "rocketmq_emu.broker.filter.parser",
-                "rocketmq_emu.broker.tls.sniff", "rocketmq_emu.broker.tls.context",
-                "rocketmq_emu.broker.tls.certs")
+                # the default permissive ports load the switch (broker.tls.sniff), not OpenSSL's
+                # context or the test-mode certificate until a TLS client comes
+                "rocketmq_emu.broker.tls.context", "rocketmq_emu.broker.tls.certs")
 
 #: Runs `up`; once it announces `ready`, prints the loaded modules and stops the reactor.
 SCRIPT = """

@@ -23,7 +23,7 @@ from rocketmq_emu.broker.grpc import messages
 from rocketmq_emu.broker.grpc.status import Code
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
-from rocketmq_emu.broker.tls import sniff
+from rocketmq_emu.broker.tls import certs, sniff
 from rocketmq_emu.broker.tls.config import TlsConfig, TlsMode
 from rocketmq_emu.client.testing import TEST_BROKER_SETTINGS, free_broker_port
 
@@ -96,6 +96,21 @@ def _closed(sock: socket.socket) -> bool:
         return True
 
 
+def query_route(channel: grpc.Channel) -> int:
+    """QueryRoute for a topic that does not exist over ``channel`` (closed after); the code of
+    the answer's status."""
+    req = messages.message_class("QueryRouteRequest")()
+    req.topic.name = "Nope"
+    stub = channel.unary_unary(
+        "/apache.rocketmq.v2.MessagingService/QueryRoute",
+        request_serializer=lambda m: m.SerializeToString(),
+        response_deserializer=messages.message_class("QueryRouteResponse").FromString)
+    try:
+        return stub(req, metadata=META, timeout=5).status.code
+    finally:
+        channel.close()
+
+
 def cluster_info(cluster: Cluster, tls: bool):
     """GET_BROKER_CLUSTER_INFO from the name server."""
     return threads.deferToThread(call, cluster.namesrv.addr, RemotingCommand.request(
@@ -126,6 +141,47 @@ def test_each_mode_serves_the_clients_it_admits(served):
     # The refusals closed only their own connections.
     info = yield cluster_info(cluster, mode is TlsMode.ENFORCING)
     assert info.code == ResponseCode.SUCCESS
+
+
+@pytest_twisted.inlineCallbacks
+def test_default_is_permissive_on_every_port(tmp_path):
+    """No tls.* setting (RocketMQ's defaults): the name server, broker and gRPC ports each serve
+    plain and TLS clients; gRPC over TLS trusts the test-mode certificate."""
+    cfg = BrokerConfig(broker_name="broker-a", listen_port=free_broker_port("127.0.0.1"),
+                       store_path_root_dir=str(tmp_path / "a"), **TEST_BROKER_SETTINGS)
+    cluster = Cluster(ClusterSpec(brokers=[cfg], namesrv_port=0, grpc_port=0), reactor)
+    yield cluster.start()
+    try:
+        for tls in (False, True):
+            info = yield cluster_info(cluster, tls)
+            runtime = yield runtime_info(cluster, tls)
+            assert info.code == ResponseCode.SUCCESS and runtime.code == ResponseCode.SUCCESS
+        target = f"127.0.0.1:{cluster.grpc.port}"
+        for channel in (grpc.insecure_channel(target), grpc.secure_channel(
+                target, grpc.ssl_channel_credentials(certs.self_signed().cert_pem))):
+            code = yield threads.deferToThread(query_route, channel)
+            assert code == Code.TOPIC_NOT_FOUND
+    finally:
+        yield cluster.stop()
+
+
+@pytest_twisted.inlineCallbacks
+def test_default_without_the_extra_refuses_tls_and_serves_plain(tmp_path, monkeypatch, caplog):
+    """Without pyOpenSSL a TLS handshake on the default permissive port is closed with one line
+    naming the extra; plain clients are served."""
+    def missing(self):
+        raise ImportError("No module named 'OpenSSL'")
+
+    monkeypatch.setattr(sniff.TlsSwitchFactory, "tls_factory", missing)
+    cluster = yield start(tmp_path, TlsConfig())
+    try:
+        refused = yield runtime_info(cluster, True)
+        assert refused is None
+        assert "rocketmq-emu[tls]" in caplog.text
+        runtime = yield runtime_info(cluster, False)
+        assert runtime.code == ResponseCode.SUCCESS
+    finally:
+        yield cluster.stop()
 
 
 @pytest_twisted.inlineCallbacks
@@ -205,23 +261,11 @@ def test_grpc_over_tls_with_configured_certificate(tmp_path):
     try:
         target = f"127.0.0.1:{cluster.grpc.port}"
 
-        def query(channel: grpc.Channel) -> int:
-            req = messages.message_class("QueryRouteRequest")()
-            req.topic.name = "Nope"
-            stub = channel.unary_unary(
-                "/apache.rocketmq.v2.MessagingService/QueryRoute",
-                request_serializer=lambda m: m.SerializeToString(),
-                response_deserializer=messages.message_class("QueryRouteResponse").FromString)
-            try:
-                return stub(req, metadata=META, timeout=5).status.code
-            finally:
-                channel.close()
-
-        code = yield threads.deferToThread(query, grpc.secure_channel(
+        code = yield threads.deferToThread(query_route, grpc.secure_channel(
             target, grpc.ssl_channel_credentials(root_certificates=cert_pem)))
         assert code == Code.TOPIC_NOT_FOUND
         with pytest.raises(grpc.RpcError) as err:
-            yield threads.deferToThread(query, grpc.insecure_channel(target))
+            yield threads.deferToThread(query_route, grpc.insecure_channel(target))
         assert err.value.code() == grpc.StatusCode.UNAVAILABLE
         # The remoting ports present the same certificate.
         runtime = yield runtime_info(cluster, True)

@@ -7,12 +7,34 @@ import logging
 import pytest
 
 from rocketmq_emu.broker.config import ConfigError, parse_broker_conf
+from rocketmq_emu.broker.tls import config as tls_config
 from rocketmq_emu.broker.tls.config import ClientAuth, TlsConfig, TlsMode
 
 
-def test_no_tls_key_leaves_the_ports_plain():
-    """Default behaviour unchanged: no tls.server.mode, no TLS."""
-    assert parse_broker_conf("brokerName=b\n").config.tls is None
+def test_no_tls_key_is_rocketmqs_default_permissive():
+    """No tls.* key: permissive with the test-mode certificate, as RocketMQ's defaults."""
+    tls = parse_broker_conf("brokerName=b\n").config.tls
+    assert tls == TlsConfig(mode=TlsMode.PERMISSIVE, test_mode=True)
+    assert not tls.client_enabled()
+
+
+def test_a_key_without_the_mode_applies_to_the_default(tmp_path):
+    """tls.server.need.client.auth alone configures the default permissive mode."""
+    tls = parse_broker_conf("tls.server.need.client.auth=optional\n").config.tls
+    assert tls.mode is TlsMode.PERMISSIVE and tls.need_client_auth is ClientAuth.OPTIONAL
+
+
+def test_default_without_the_extra_starts_but_explicit_tls_does_not(monkeypatch):
+    """Without pyOpenSSL the default still starts; a TLS key set explicitly is a start error."""
+    monkeypatch.setattr(tls_config, "tls_available", lambda: False)
+    assert parse_broker_conf("brokerName=b\n").config.tls.mode is TlsMode.PERMISSIVE
+    assert parse_broker_conf("tls.server.mode=disabled\n").config.tls.mode is TlsMode.DISABLED
+    with pytest.raises(ConfigError) as err:
+        parse_broker_conf("tls.server.mode=permissive\n", "broker.conf")
+    assert "tls.server.mode" in str(err.value) and "rocketmq-emu[tls]" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        parse_broker_conf("tls.server.mode=disabled\ntls.enable=true\n", "broker.conf")
+    assert "tls.enable" in str(err.value)
 
 
 def test_mode_alone_wires_tls_with_rocketmqs_defaults(caplog):
