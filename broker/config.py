@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocketmq_emu.broker.acl import DEFAULT_PLAIN_FILE
 from rocketmq_emu.broker.delay_levels import (
     DEFAULT_MESSAGE_DELAY_LEVEL,
     DelayLevelError,
@@ -147,6 +148,10 @@ class BrokerConfig:
     acl_enable: bool = False
     #: Java's default is ``$ROCKETMQ_HOME``; None here, and the ACL service falls back to it.
     rocketmq_home: str | None = None
+    #: System property ``rocketmq.acl.plain.file`` (``PlainPermissionManager``): the accounts file
+    #: relative to rocketmqHome. No JVM here: read from broker.conf; not a BrokerConfig property.
+    acl_plain_file: str = field(default=DEFAULT_PLAIN_FILE, metadata={
+        "java_key": "rocketmq.acl.plain.file", "property": False})
     # --- TLS (Java TlsSystemConfig: the dotted tls.* keys, see broker.tls.config). RocketMQ's
     # default is permissive with a test-mode certificate; None: no TLS switch on the ports at all
     # (bench/tls.py's reference). Not a BrokerConfig property in Java, so GET_BROKER_CONFIG does
@@ -214,9 +219,9 @@ def java_key(f: dataclasses.Field) -> str:
     return f.metadata.get("java_key") or snake_to_camel(f.name)
 
 
+#: broker.conf keys read into a field (``tls.*`` stands for the keys broker.tls.config reads).
 _FIELDS_BY_JAVA_KEY: dict[str, dataclasses.Field] = {
-    java_key(f): f for f in dataclasses.fields(BrokerConfig)
-    if f.metadata.get("property", True)
+    java_key(f): f for f in dataclasses.fields(BrokerConfig) if "*" not in java_key(f)
 }
 
 # RocketMQ keys that a real broker.conf often carries and the emulator accepts without effect

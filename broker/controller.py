@@ -216,7 +216,7 @@ class BrokerController:
         """``PlainAccessValidator`` with the accounts of ``rocketmqHome`` (or ``$ROCKETMQ_HOME``)."""
         from rocketmq_emu.broker.acl.service import AclService, resolve_home
 
-        return AclService(resolve_home(self.config.rocketmq_home))
+        return AclService(resolve_home(self.config.rocketmq_home), self.config.acl_plain_file)
 
     def _make_schedule_services(self) -> Any:
         from rocketmq_emu.broker.schedule import ScheduleConfig, ScheduleServices, TimerConfig

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from rocketmq_emu.broker.acl import DEFAULT_PLAIN_FILE
 from rocketmq_emu.broker.acl.addresses import (
     AddressPatternError,
     RemoteAddressStrategy,
@@ -41,8 +42,6 @@ log = logging.getLogger(__name__)
 KEY_MIN_LENGTH = 6
 #: A plain_acl.yml larger than this is refused (RocketMQ has no limit; ours keeps a start cheap).
 MAX_FILE_BYTES = 8 * 1024 * 1024
-#: System property ``rocketmq.acl.plain.file``'s default, relative to ROCKETMQ_HOME.
-DEFAULT_PLAIN_FILE = "conf/plain_acl.yml"
 
 _TOP_KEYS = frozenset({"globalWhiteRemoteAddresses", "accounts", "dataVersion"})
 _ACCOUNT_KEYS = frozenset({

@@ -9,32 +9,34 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from rocketmq_emu.broker.acl import DEFAULT_PLAIN_FILE
+
 if TYPE_CHECKING:
     from rocketmq_emu.broker.grpc.auth_guard import GrpcAclGuard
 
 log = logging.getLogger(__name__)
 
 
-def acl_settings(brokers: Mapping[str, Any]) -> tuple[bool, str | None]:
-    """(ACL on?, ROCKETMQ_HOME) from the brokers' ``aclEnable`` / ``rocketmqHome`` (any broker
-    with ACL on turns it on; its home, else ``$ROCKETMQ_HOME``)."""
+def acl_settings(brokers: Mapping[str, Any]) -> tuple[bool, str | None, str]:
+    """(ACL on?, ROCKETMQ_HOME, ``rocketmq.acl.plain.file``) from the brokers' ``aclEnable`` /
+    ``rocketmqHome`` (any broker with ACL on turns it on; its home, else ``$ROCKETMQ_HOME``)."""
     for controller in brokers.values():
         cfg = getattr(controller, "config", None)
         if getattr(cfg, "acl_enable", False):
             home = getattr(cfg, "rocketmq_home", None) or os.environ.get("ROCKETMQ_HOME")
-            return True, home
-    return False, None
+            return True, home, getattr(cfg, "acl_plain_file", DEFAULT_PLAIN_FILE)
+    return False, None, DEFAULT_PLAIN_FILE
 
 
 def install_if_enabled(factory: Any, brokers: Mapping[str, Any]) -> GrpcAclGuard | None:
     """:func:`install` when a broker has ``aclEnable=true`` (AclConfigError if its
     plain_acl.yml is malformed); None, and nothing added, otherwise."""
-    enabled, home = acl_settings(brokers)
+    enabled, home, plain_file = acl_settings(brokers)
     if not enabled:
         return None
     from rocketmq_emu.broker.grpc.auth_guard import AclSource, install
 
-    source = AclSource(home)
+    source = AclSource(home, plain_file)
     log.info("gRPC ACL enabled (%d accounts from %s)", len(source.current().accounts),
              home or "no ROCKETMQ_HOME")
     return install(factory, source.current)

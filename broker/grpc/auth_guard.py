@@ -17,7 +17,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rocketmq_emu.broker.acl.config import AclConfig, AclConfigError, acl_file_paths, load_acl
+from rocketmq_emu.broker.acl.config import (
+    DEFAULT_PLAIN_FILE,
+    AclConfig,
+    AclConfigError,
+    acl_file_paths,
+    load_acl,
+)
 from rocketmq_emu.broker.grpc.auth import DATE_TIME, SESSION_TOKEN, Refusal, authenticate
 from rocketmq_emu.broker.grpc.wire import GrpcError, StatusCode
 
@@ -31,18 +37,20 @@ class AclSource:
     """The accounts of ``$home/conf/plain_acl.yml`` (and ``conf/acl/*.yml``), reloaded when a
     file's mtime or size changes; a reload that fails keeps the last good accounts."""
 
-    def __init__(self, home: str | None, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, home: str | None, plain_file: str = DEFAULT_PLAIN_FILE,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self.home = home
+        self.plain_file = plain_file
         self._monotonic = monotonic
         self._stamp = self._stat()
-        self._config = load_acl(home)  # AclConfigError: a start error naming file and key
+        self._config = load_acl(home, plain_file)  # AclConfigError: a start error naming file and key
         self._checked = monotonic()
 
     def _stat(self) -> tuple[tuple[str, int, int], ...]:
         if not self.home:
             return ()
         out = []
-        for path in acl_file_paths(self.home):
+        for path in acl_file_paths(self.home, self.plain_file):
             try:
                 st = os.stat(path)
             except OSError:
@@ -59,7 +67,7 @@ class AclSource:
             if stamp != self._stamp:
                 self._stamp = stamp
                 try:
-                    self._config = load_acl(self.home)
+                    self._config = load_acl(self.home, self.plain_file)
                     log.info("gRPC ACL: reloaded %s", ", ".join(p for p, _, _ in stamp) or "(none)")
                 except AclConfigError as exc:
                     log.error("gRPC ACL: keeping the previous accounts: %s", exc)

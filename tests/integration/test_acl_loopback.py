@@ -42,11 +42,11 @@ def write_acl(home: Path, text: str) -> Path:
     return path
 
 
-def make_broker(tmp_path: Path, home: Path) -> BrokerController:
+def make_broker(tmp_path: Path, home: Path, **settings) -> BrokerController:
     cfg = BrokerConfig(listen_port=0, store_path_root_dir=str(tmp_path / "store"),
                        mapped_file_size_commit_log=1024 * 1024,
                        mapped_file_size_consume_queue=300 * 20,
-                       acl_enable=True, rocketmq_home=str(home))
+                       acl_enable=True, rocketmq_home=str(home), **settings)
     return BrokerController(cfg, reactor=reactor, host="127.0.0.1", enable_vip_channel=False)
 
 
@@ -158,3 +158,27 @@ def test_a_bad_file_is_a_start_error_naming_file_and_key(tmp_path):
     message = describe_startup_failure(info.value, [])
     assert message is not None and str(path) in message and "secretKey" in message
     assert "\n" not in message
+
+
+
+@pytest_twisted.inlineCallbacks
+def test_rocketmq_acl_plain_file_names_the_accounts_file(tmp_path):
+    """broker.conf's rocketmq.acl.plain.file (a JVM property in Java) moves the accounts file:
+    its account signs in; the account of conf/plain_acl.yml, not read, is refused."""
+    from rocketmq_emu.broker.config import parse_broker_conf
+
+    home = tmp_path / "home"
+    write_acl(home, ACL_YML.replace("RocketMQ", "NotRead1"))
+    (home / "conf" / "team.yml").write_text(ACL_YML)
+    conf = parse_broker_conf("rocketmq.acl.plain.file=conf/team.yml\n").config
+    broker = make_broker(tmp_path, home, acl_plain_file=conf.acl_plain_file)
+    yield broker.start()
+    client = RemotingClient(reactor)
+    try:
+        resp = yield client.invoke(broker.addr, signed(send_v2("TopicA", b"x")))
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+        resp = yield client.invoke(broker.addr, signed(send_v2("TopicA", b"x"), ak="NotRead1"))
+        assert_refused(resp, "NotRead1")
+    finally:
+        yield client.close()
+        yield broker.stop()

@@ -278,8 +278,8 @@ def test_install_only_when_a_broker_enables_acl(tmp_path):
         "accounts:\n  - accessKey: RocketMQ\n    secretKey: '12345678'\n")
     off = {"a": SimpleNamespace(config=SimpleNamespace(acl_enable=False))}
     on = {"a": SimpleNamespace(config=SimpleNamespace(acl_enable=True, rocketmq_home=str(tmp_path)))}
-    assert acl_settings(off) == (False, None)
-    assert acl_settings(on) == (True, str(tmp_path))
+    assert acl_settings(off) == (False, None, "conf/plain_acl.yml")
+    assert acl_settings(on) == (True, str(tmp_path), "conf/plain_acl.yml")
     added, registered = [], {}
     factory = SimpleNamespace(add_interceptor=added.append, handlers={"Telemetry": lambda c: None},
                               register=registered.__setitem__)
