@@ -342,13 +342,15 @@ class ClientLauncher:
         argv = ["node", str(CLIENTS / script), json.dumps(config)]
         return self._spawn(script.removesuffix(".js"), argv, env)
 
-    def sdk5_python(self, script: str, **config) -> ClientProcess:
+    def sdk5_python(self, script: str, env: dict[str, str] | None = None,
+                    **config) -> ClientProcess:
         """Start ``clients/<script>`` with PyPI rocketmq-python-client 5.x importable; ``config``
-        goes as one JSON argument (``endpoint`` defaults to the emulator's gRPC endpoint)."""
+        goes as one JSON argument (``endpoint`` defaults to the emulator's gRPC endpoint), ``env``
+        is added to the subprocess's environment (e.g. GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)."""
         assert self.sdk5_py is not None, "request the sdk5_python fixture"
         config.setdefault("endpoint", self.emulator.grpc)
         env = dict(os.environ, HOME=str(self.home), PYTHONUNBUFFERED="1",
-                   PYTHONPATH=os.pathsep.join([str(self.sdk5_py), str(CLIENTS)]))
+                   PYTHONPATH=os.pathsep.join([str(self.sdk5_py), str(CLIENTS)]), **(env or {}))
         argv = [sys.executable, str(CLIENTS / script), json.dumps(config)]
         log = self.home / "logs" / "rocketmq_python" / "rocketmq_client.log"
         return self._spawn(script.removesuffix(".py"), argv, env, (log,))

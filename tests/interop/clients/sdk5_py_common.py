@@ -9,15 +9,19 @@ import time
 
 
 def config() -> dict:
-    """The one JSON argument: ``{"endpoint": "127.0.0.1:8081", "topic": ..., ...}``."""
+    """The one JSON argument: ``{"endpoint": "127.0.0.1:8081", "topic": ..., ...}``; every script
+    also takes ``access_key`` / ``secret_key`` (ACL: the SDK signs each call) and ``tls`` (the
+    clients' ``tls_enable``: gRPC over TLS, trusting gRPC core's default roots)."""
     return json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
 
 
 def client_configuration(cfg: dict):
-    """A plaintext ClientConfiguration for ``cfg["endpoint"]`` (no credentials, no namespace)."""
+    """The ClientConfiguration for ``cfg["endpoint"]``: ``Credentials(access_key, secret_key)``
+    (both empty unless given: no signature checked), ``namespace``, ``request_timeout``."""
     from rocketmq import ClientConfiguration, Credentials
 
-    return ClientConfiguration(cfg["endpoint"], Credentials(), cfg.get("namespace", ""),
+    credentials = Credentials(cfg.get("access_key", ""), cfg.get("secret_key", ""))
+    return ClientConfiguration(cfg["endpoint"], credentials, cfg.get("namespace", ""),
                                request_timeout=cfg.get("request_timeout", 3))
 
 
@@ -33,5 +37,14 @@ def message_event(msg) -> dict:
 
 
 def error_event(exc: BaseException) -> dict:
-    """An SDK exception: its class, its status code (ClientException.code) and text."""
-    return {"error": str(exc), "type": type(exc).__name__, "code": getattr(exc, "code", None)}
+    """An SDK exception: its class, its status code and text. ``code`` is ClientException.code
+    (the broker's Code), or for a gRPC error the SDK passes on (grpc.RpcError, whose ``code``
+    is a method) the gRPC status name, e.g. ``PERMISSION_DENIED``."""
+    code = getattr(exc, "code", None)
+    if callable(code):
+        try:
+            code = code()
+        except Exception:  # noqa: BLE001 - an RpcError without a status yet
+            code = None
+        code = getattr(code, "name", code)
+    return {"error": str(exc), "type": type(exc).__name__, "code": code}

@@ -7,7 +7,7 @@ Config (one JSON argument): ``endpoint``, ``topic``, ``count`` (default 1), ``mo
 ``unknown``: those stay undecided so the broker checks back; the checker answers COMMIT),
 ``body_prefix``, ``tag``, ``wait_checks`` (transaction: stay until this many check-backs),
 ``recall`` (indexes recalled right after their send with ``Producer.recall_message``),
-``timeout``.
+``timeout``; ``access_key`` / ``secret_key`` / ``tls`` as in sdk5_py_common.config.
 
 Prints ``started``, ``sent`` / ``send_error`` per message (with its ``recall_handle``),
 ``recalled`` / ``recall_error`` per recall, ``checked`` per check-back, ``done``.
@@ -41,7 +41,8 @@ def main() -> None:
             return TransactionResolution.COMMIT
 
     producer = Producer(client_configuration(cfg), (cfg["topic"],),
-                        checker=Checker() if mode == "transaction" else None)
+                        checker=Checker() if mode == "transaction" else None,
+                        tls_enable=bool(cfg.get("tls")))
     try:
         producer.startup()
     except Exception as e:  # noqa: BLE001 - reported, not raised

@@ -7,7 +7,8 @@ Config (one JSON argument): ``endpoint``, ``topic``, ``group``, ``expr`` (tag ex
 default 1, 0 never acks), ``change_to_s`` (a delivery that is not acked gets its invisible
 duration changed to this), ``ack_after_change`` (ack right after the change, with the new receipt
 handle), ``expect`` (stop once this many messages are acked, after ``linger`` seconds; 0 runs
-until stdin closes), ``timeout``.
+until stdin closes), ``timeout``; ``access_key`` / ``secret_key`` / ``tls`` as in
+sdk5_py_common.config.
 
 Prints ``started``, ``received`` per delivery, ``acked`` / ``changed`` / ``*_error``, ``done``,
 ``shutdown``.
@@ -31,7 +32,8 @@ def main() -> None:
     expr = FilterExpression(cfg.get("expr", "*"),
                             FilterType.SQL if cfg.get("sql") else FilterType.TAG)
     consumer = SimpleConsumer(client_configuration(cfg), cfg["group"], {cfg["topic"]: expr},
-                              await_duration=cfg.get("await_s", 5))
+                              await_duration=cfg.get("await_s", 5),
+                              tls_enable=bool(cfg.get("tls")))
     try:
         consumer.startup()
     except Exception as e:  # noqa: BLE001
