@@ -67,9 +67,9 @@ class Admin(BrokerAdminMixin):
 
     def __init__(self, namesrv_addr: str | list[str], *, reactor: Any = None,
                  instance: ClientInstance | None = None, timeout: float = 5.0,
-                 credentials: Any = None) -> None:
+                 credentials: Any = None, tls: bool = False) -> None:
         self.instance = instance or ClientInstance(namesrv_addr, reactor, timeout=timeout,
-                                                   credentials=credentials)
+                                                   credentials=credentials, tls=tls)
         self._own_instance = instance is None
 
     def start(self) -> defer.Deferred:

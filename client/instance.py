@@ -45,12 +45,21 @@ def split_namesrv(addr: str | list[str]) -> list[str]:
     return list(addr)
 
 
+def _tls_creator() -> Any:
+    """The client side of TLS (imports pyOpenSSL: only for a client asked to use TLS)."""
+    from rocketmq_emu.broker.tls.context import InsecureClientCreator
+
+    return InsecureClientCreator()
+
+
 class ClientInstance:
     """Routes, broker addresses, heartbeats and the remoting client of one client process.
 
     ``heartbeat_interval`` / ``poll_interval`` are Java's ``heartbeatBrokerInterval`` and
     ``pollNameServerInterval`` (30 s); tests shorten them. ``credentials`` (``(ak, sk)``, or
     :class:`~rocketmq_emu.client.credentials.SessionCredentials`) sign every request sent.
+    ``tls`` opens every connection with TLS, trusting any server certificate (a Java client's
+    ``-Dtls.enable=true`` with ``tls.test.mode.enable``; needs the ``[tls]`` extra).
     """
 
     def __init__(
@@ -63,6 +72,7 @@ class ClientInstance:
         poll_interval: float = 30.0,
         timeout: float = 3.0,
         credentials: SessionCredentials | tuple[str, ...] | None = None,
+        tls: bool = False,
     ) -> None:
         self.reactor = reactor if reactor is not None else default_reactor()
         #: ``AclClientRPCHook``: every request is signed with these (None: unsigned).
@@ -81,7 +91,8 @@ class ClientInstance:
         self.timeout = timeout
         self.dispatcher = RequestDispatcher(self.reactor)
         self.dispatcher.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
-        self.remoting = RemotingClient(self.reactor, self.dispatcher)
+        self.remoting = RemotingClient(self.reactor, self.dispatcher,
+                                       tls=_tls_creator() if tls else None)
         self.routes: dict[str, TopicRouteData] = {}
         self.broker_addrs: dict[str, dict[int, str]] = {}
         self.producer_groups: set[str] = set()

@@ -94,11 +94,12 @@ class Producer:
         poll_interval: float = 30.0,
         heartbeat_interval: float = 30.0,
         credentials: Any = None,
+        tls: bool = False,
     ) -> None:
         self.group = group
         self.instance = instance or ClientInstance(
             namesrv_addr, reactor, client_ip, poll_interval=poll_interval,
-            heartbeat_interval=heartbeat_interval, credentials=credentials,
+            heartbeat_interval=heartbeat_interval, credentials=credentials, tls=tls,
         )
         self._own_instance = instance is None
         self.send_timeout = send_timeout

@@ -41,10 +41,11 @@ class PullConsumer:
         client_ip: str = "127.0.0.1",
         timeout: float = 10.0,
         credentials: Any = None,
+        tls: bool = False,
     ) -> None:
         self.group = group
         self.instance = instance or ClientInstance(namesrv_addr, reactor, client_ip,
-                                                   credentials=credentials)
+                                                   credentials=credentials, tls=tls)
         self._own_instance = instance is None
         self.timeout = timeout
 

@@ -86,6 +86,7 @@ class PushConsumer(ConsumeMixin):
         poll_interval: float = 30.0,
         local_offset_store_dir: str | None = None,
         credentials: Any = None,
+        tls: bool = False,
     ) -> None:
         if message_model not in (CLUSTERING, BROADCASTING):
             raise ValueError(f"message_model must be {CLUSTERING} or {BROADCASTING}")
@@ -105,7 +106,7 @@ class PushConsumer(ConsumeMixin):
         self.orderly_suspend = orderly_suspend
         self.instance = instance or ClientInstance(
             namesrv_addr, reactor, client_ip, heartbeat_interval=heartbeat_interval,
-            poll_interval=poll_interval, credentials=credentials,
+            poll_interval=poll_interval, credentials=credentials, tls=tls,
         )
         self._own_instance = instance is None
         self.reactor = self.instance.reactor

@@ -46,6 +46,7 @@ from twisted.internet import defer
 from twisted.internet.error import CannotListenError
 
 from rocketmq_emu.broker.cluster import BrokerSlot, Cluster, ClusterSpec
+from rocketmq_emu.broker.tls.config import TlsConfig, TlsMode
 from rocketmq_emu.client.blocking import (
     BlockingAdmin,
     BlockingLitePullConsumer,
@@ -112,6 +113,11 @@ class EmbeddedCluster:
     temporary ``rocketmqHome`` and ``aclEnable=true`` set (:meth:`update_acl` rewrites it);
     ``credentials`` (``(access_key, secret_key)``) sign the requests of the clients this class
     makes (a client's own ``credentials=`` wins).
+    ``tls`` is the ports' ``tls.server.mode`` (``"permissive"``, ``"enforcing"``,
+    ``"disabled"``, or a :class:`~rocketmq_emu.broker.tls.config.TlsConfig`; None: RocketMQ's
+    default, permissive with the test-mode certificate); with ``"enforcing"`` the clients this
+    class makes use TLS (a client's own ``tls=`` wins), as ``tls.enable`` follows the mode in
+    RocketMQ.
 
     The name server and brokers are built and run by the production wiring,
     :class:`rocketmq_emu.broker.cluster.Cluster` (:attr:`cluster` once started), with the
@@ -139,6 +145,7 @@ class EmbeddedCluster:
         reactor: Any = None,
         acl: str | Mapping[str, Any] | None = None,
         credentials: Any = None,
+        tls: str | TlsConfig | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -165,9 +172,15 @@ class EmbeddedCluster:
         self.acl_home = AclHome(acl) if acl is not None else None
         if self.acl_home is not None:
             self.broker_overrides.update(self.acl_home.broker_settings())
+        if tls is not None:
+            self.broker_overrides["tls"] = tls if isinstance(tls, TlsConfig) \
+                else TlsConfig(mode=TlsMode(tls))
         self.broker_overrides.update(broker_config or {})
         #: Signs the requests of every client this cluster makes (unless given others).
         self.credentials = credentials
+        #: Whether the clients this cluster makes use TLS (the enforcing mode's ``tls.enable``).
+        self.client_tls = isinstance(self.broker_overrides.get("tls"), TlsConfig) \
+            and self.broker_overrides["tls"].client_enabled()
         self.control_port = control_port
         self._grpc_port = grpc_port
         #: The production cluster (:class:`rocketmq_emu.broker.cluster.Cluster`), once started.
@@ -393,10 +406,12 @@ class EmbeddedCluster:
         self._clients.append(client)
         return client
 
-    def _signed(self, kw: dict[str, Any]) -> dict[str, Any]:
-        """``kw`` with the cluster's credentials unless the caller gave some (None: unsigned)."""
+    def _client_options(self, kw: dict[str, Any]) -> dict[str, Any]:
+        """``kw`` with the cluster's credentials and TLS unless the caller gave their own."""
         if self.credentials is not None:
             kw.setdefault("credentials", self.credentials)
+        if self.client_tls:
+            kw.setdefault("tls", True)
         return kw
 
     def update_acl(self, acl: str | Mapping[str, Any]) -> None:
@@ -411,7 +426,7 @@ class EmbeddedCluster:
 
     def producer(self, group: str | None = None, **kw: Any) -> BlockingProducer:
         """A started blocking producer (shut down with the cluster)."""
-        p = BlockingProducer(group or _unique("producer"), self.namesrv_addr, **self._signed(kw))
+        p = BlockingProducer(group or _unique("producer"), self.namesrv_addr, **self._client_options(kw))
         p.start()
         return self._track(p)
 
@@ -420,7 +435,7 @@ class EmbeddedCluster:
         """A started blocking push consumer of ``topic`` calling ``listener(msgs, ctx)``."""
         kw.setdefault("rebalance_interval", 2.0)
         c = BlockingPushConsumer(group or _unique("consumer"), self.namesrv_addr, listener,
-                                 **self._signed(kw))
+                                 **self._client_options(kw))
         c.subscribe(topic, expression, expression_type)
         c.start()
         return self._track(c)
@@ -432,7 +447,7 @@ class EmbeddedCluster:
         kw.setdefault("consume_from_where", "CONSUME_FROM_FIRST_OFFSET")
         # The collector's callback never blocks: keep it in the reactor.
         consumer = BlockingPushConsumer(group or _unique("collector"), self.namesrv_addr,
-                                        listener_in_reactor=True, **self._signed(kw))
+                                        listener_in_reactor=True, **self._client_options(kw))
         collector = MessageCollector(self, consumer)
         consumer.register_listener(collector._on_messages)
         consumer.subscribe(topic, expression, expression_type)
@@ -442,7 +457,7 @@ class EmbeddedCluster:
 
     def pull_consumer(self, group: str | None = None, **kw: Any) -> BlockingPullConsumer:
         """A started blocking pull consumer."""
-        c = BlockingPullConsumer(group or _unique("puller"), self.namesrv_addr, **self._signed(kw))
+        c = BlockingPullConsumer(group or _unique("puller"), self.namesrv_addr, **self._client_options(kw))
         c.start()
         return self._track(c)
 
@@ -452,20 +467,20 @@ class EmbeddedCluster:
         kw.setdefault("rebalance_interval", 2.0)
         kw.setdefault("consume_from_where", "CONSUME_FROM_FIRST_OFFSET")
         c = BlockingLitePullConsumer(group or _unique("lite"), self.namesrv_addr,
-                                     **self._signed(kw))
+                                     **self._client_options(kw))
         c.subscribe(topic, expression)
         c.start()
         return self._track(c)
 
     def admin(self, **kw: Any) -> BlockingAdmin:
         """A blocking admin client."""
-        return self._track(BlockingAdmin(self.namesrv_addr, **self._signed(kw)))
+        return self._track(BlockingAdmin(self.namesrv_addr, **self._client_options(kw)))
 
     def create_topic(self, topic: str, queue_nums: int = 4, *, broker: str | None = None,
                      **kw: Any) -> None:
         """Create ``topic`` on every running broker, or on the one called ``broker`` (blocking)."""
         names = [broker] if broker is not None else [s.name for s in self.slots if s.running]
-        admin = BlockingAdmin(self.namesrv_addr, **self._signed({}))
+        admin = BlockingAdmin(self.namesrv_addr, **self._client_options({}))
         try:
             for name in names:
                 admin.create_topic(topic, queue_nums, broker_addr=self.broker_addrs[name], **kw)

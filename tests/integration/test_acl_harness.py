@@ -64,3 +64,16 @@ def test_update_acl_is_picked_up(rocketmq):
     with pytest.raises(Exception, match="No default permission for"):
         producer.send(Message(TOPIC, b"after"))
     assert rocketmq.acl_home.path.is_file()
+
+
+@pytest.mark.rocketmq(acl=acl_spec(TOPIC), credentials=(AK, SK), grpc_port=None)
+def test_name_server_checks_no_signature(rocketmq):
+    """As 4.9.8's name server (no RPCHook): a wrong secret still gets routes and cluster info,
+    while the broker refuses the same credentials."""
+    rocketmq.create_topic(TOPIC)
+    admin = rocketmq.admin(credentials=(AK, "wrong-secret"))
+    assert admin.route(TOPIC).broker_datas
+    assert rocketmq.broker_name in str(admin.cluster_info())
+    with pytest.raises(Exception, match="Check signature failed"):
+        rocketmq.producer(retry_times=0, credentials=(AK, "wrong-secret")).send(
+            Message(TOPIC, b"refused"))
