@@ -73,7 +73,9 @@ class AclService:
         exc = validate_exc(self.config, cmd.code, cmd.ext_fields, cmd.body, addr)
         if exc is None:
             return None
-        log.debug("ACL refused code %d from %s: %s", cmd.code, addr, exc.message)
+        # NettyRemotingAbstract.processRequestCommand logs the hook's exception ("process
+        # request exception") at ERROR; one line here, so a misconfigured client is visible.
+        log.warning("ACL refused request code %d from %s: %s", cmd.code, addr, exc.message)
         if cmd.is_oneway:
             return DROP
         return error_response(cmd, ResponseCode.SYSTEM_ERROR, exc.remark())

@@ -78,8 +78,9 @@ def _error(refusal: Refusal, call: Any) -> GrpcError:
     if refusal.internal:
         log.error("gRPC ACL: %r failed: %s", call, refusal.reason)
         return GrpcError(StatusCode.INTERNAL, refusal.reason)
-    # Java: StatusRuntimeException(Status.PERMISSION_DENIED), no description, no log line.
-    log.debug("gRPC ACL: %r refused: %s", call, refusal.reason)
+    # Java: StatusRuntimeException(Status.PERMISSION_DENIED), no description, no log line; the
+    # client learns nothing more, so the reason is logged here (INFO) for whoever runs the tests.
+    log.info("gRPC ACL: %r refused: %s", call, refusal.reason)
     return GrpcError(StatusCode.PERMISSION_DENIED, "")
 
 

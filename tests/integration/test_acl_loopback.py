@@ -84,9 +84,10 @@ def test_signed_send_and_pull_pass(acl_broker):
 
 
 @pytest_twisted.inlineCallbacks
-def test_refusals_answer_system_error_and_keep_the_connection(acl_broker):
+def test_refusals_answer_system_error_and_keep_the_connection(acl_broker, caplog):
     """Wrong secret, no credentials, a topic without PUB: SYSTEM_ERROR with the AclException
-    remark; the same connection then serves a correctly signed request."""
+    remark, each logged (Java logs the hook's exception); the same connection then serves a
+    correctly signed request."""
     broker, c, _ = acl_broker
     resp = yield c.invoke(broker.addr, signed(send_v2("TopicA", b"x"), sk="wrong-secret"))
     assert_refused(resp, "Check signature failed for accessKey=RocketMQ")
@@ -96,6 +97,8 @@ def test_refusals_answer_system_error_and_keep_the_connection(acl_broker):
     assert_refused(resp, "No default permission for")
     resp = yield c.invoke(broker.addr, signed(send_v2("TopicZ", b"x")))
     assert_refused(resp, "TopicZ")
+    refusals = [r.getMessage() for r in caplog.records if "ACL refused" in r.getMessage()]
+    assert len(refusals) == 4 and "Check signature failed" in refusals[0]
     conn = yield c.connection(broker.addr)
     assert not conn.closed
     resp = yield c.invoke(broker.addr, signed(send_v2("TopicA", b"ok")))
