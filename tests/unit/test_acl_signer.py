@@ -12,6 +12,8 @@ import hmac
 
 import pytest
 from acl_support import CAPTURES, captured_frames
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rocketmq_emu.broker.acl.signer import content_to_sign, sign, sign_request
 
@@ -66,3 +68,15 @@ def test_sign_request_adds_access_key_and_signature() -> None:
     ext = sign_request({"topic": "T"}, b"", "ak0000001", "sk0000001")
     assert ext["AccessKey"] == "ak0000001"
     assert ext["Signature"] == sign(b"ak0000001T", "sk0000001")
+
+
+@given(st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=6), st.binary(max_size=8))
+def test_key_order_cache_matches_a_fresh_sort(ext: dict[str, str], body: bytes) -> None:
+    """The remembered key order (per key set) gives what sorting afresh in Java order gives,
+    whichever order the keys arrive in."""
+    for keys in (list(ext), list(reversed(ext))):
+        fields = {k: ext[k] for k in keys}
+        fresh = sorted((k for k in fields if k != "Signature"),
+                       key=lambda k: k.encode("utf-16-be", "surrogatepass"))
+        want = "".join(fields[k] for k in fresh).encode("utf-8", "replace") + body
+        assert content_to_sign(fields, body) == want
