@@ -185,6 +185,33 @@ def test_default_without_the_extra_refuses_tls_and_serves_plain(tmp_path, monkey
 
 
 @pytest_twisted.inlineCallbacks
+def test_failed_handshake_closes_only_its_connection(tmp_path):
+    """A TLS record header followed by garbage: that connection is closed, the port keeps
+    serving plain and TLS clients."""
+    cluster = yield start(tmp_path, TlsConfig(mode=TlsMode.PERMISSIVE))
+    try:
+        host, port = cluster.broker.addr.rsplit(":", 1)
+
+        def garbage() -> bool:
+            with socket.create_connection((host, int(port)), timeout=10) as sock:
+                sock.sendall(b"\x16\x03\x01\x00\x20" + b"\xff" * 32)
+                received = 0  # a TLS alert record (7 bytes) may come before the close
+                while not _closed(sock):
+                    received += 1
+                    if received > 64:
+                        return False  # a stream of bytes: not an alert
+                return True
+
+        closed = yield threads.deferToThread(garbage)
+        assert closed
+        for tls in (True, False):
+            runtime = yield runtime_info(cluster, tls)
+            assert runtime.code == ResponseCode.SUCCESS
+    finally:
+        yield cluster.stop()
+
+
+@pytest_twisted.inlineCallbacks
 def test_stalled_handshake_does_not_block_others_and_is_closed(tmp_path, monkeypatch):
     """A client that sends a TLS record header and stops: others are served meanwhile, and the
     handshake deadline closes it."""
