@@ -83,3 +83,15 @@ def lines(df: pd.DataFrame, x: str, y: str, series: str, ylabel: str = "") -> Ca
             tick.set_fontsize(8)
 
     return draw
+
+
+def grouped_bars(df: pd.DataFrame, label: str, series: str, value: str, ylabel: str = "",
+                 ) -> Callable[[Any], None]:
+    """A drawing function: per ``label``, one bar of ``value`` for each ``series`` value (the
+    brokers of a topic side by side)."""
+    if df.empty:
+        return bars(df, label, [value], ylabel)
+    wide = df.pivot_table(index=label, columns=series, values=value, aggfunc="sum",
+                          sort=True).reset_index()
+    wide.columns = [str(c) for c in wide.columns]
+    return bars(wide, label, [str(c) for c in sorted(df[series].unique())], ylabel)

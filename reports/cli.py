@@ -1,4 +1,9 @@
-"""``rmq-emu report NAME --store DIR [--master URL] [--out DIR]``.
+"""``rmq-emu report NAME --store DIR [--store [NAME=]DIR ...] [--master URL] [--out DIR]``.
+
+Several ``--store`` (or a directory holding one store per broker) report over a whole cluster:
+every table gains a ``brokerName`` column and, with several brokers, ``(cluster)`` totals
+(:mod:`rocketmq_emu.reports.stores`, :mod:`rocketmq_emu.reports.inputs`). ``all`` runs the four
+reports in one SparkSession over one commitlog scan.
 
 ``broker/cli.py`` hooks this in with :func:`add_parser` / :func:`main`;
 ``python -m rocketmq_emu.reports`` runs it alone (:func:`run_argv`).
@@ -10,12 +15,11 @@ import argparse
 import importlib
 import importlib.util
 import logging
-import os
 import sys
 
 from rocketmq_emu.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
 
-REPORTS = ("traffic", "delays", "consumers", "retries")
+REPORTS = ("traffic", "delays", "consumers", "retries")  # reports.jobs.REPORTS (light here)
 #: What the ``[reports]`` extra installs (setup.cfg); ``report`` checks for them before anything.
 EXTRA_PACKAGES = ("pyspark", "pandas", "pyarrow", "numpy", "matplotlib")
 INSTALL_HINT = "pip install 'rocketmq-emu[reports]'"
@@ -38,7 +42,11 @@ def missing_packages() -> list[str]:
 def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the report arguments to ``parser``."""
     parser.add_argument("name", choices=(*REPORTS, "all"), help="which report (or all)")
-    parser.add_argument("--store", required=True, help="store root (holds commitlog/)")
+    parser.add_argument(
+        "--store", required=True, action="append", metavar="[NAME=]DIR",
+        help="a broker's store root (holds commitlog/); repeat for each broker of a cluster, "
+             "or give a directory holding one store per broker; NAME= names the broker when "
+             "its store's config/topics.json does not")
     parser.add_argument("--master", default=None, help="Spark master (default local[*])")
     parser.add_argument("--out", default="reports-out", help="output directory")
     parser.add_argument(
@@ -68,25 +76,35 @@ def main(args: argparse.Namespace) -> int:
         print(f"rmq-emu report: needs {', '.join(missing)} (not installed): {INSTALL_HINT}",
               file=sys.stderr)
         return 1
+    from rocketmq_emu.reports.stores import StoreError, resolve
+
+    try:
+        stores = resolve(args.store)
+    except StoreError as exc:
+        print(f"report: {exc}", file=sys.stderr)
+        return 2
+    from pyspark.sql import SparkSession
+
+    from rocketmq_emu.reports.inputs import Inputs
     from rocketmq_emu.reports.output import write_index, write_report
     from rocketmq_emu.reports.report import Progress
     from rocketmq_emu.reports.session import get_session
 
-    if not os.path.isdir(args.store):
-        print(f"report: store directory {args.store} does not exist", file=sys.stderr)
-        return 2
     names = REPORTS if args.name == "all" else (args.name,)
-    from pyspark.sql import SparkSession
-
+    jobs = [importlib.import_module(f"rocketmq_emu.reports.jobs.{name}") for name in names]
     # A session already running in this process (tests, notebooks) is used and left running.
     owned = SparkSession.getActiveSession() is None
     spark = get_session(args.master)
+    # ``all``: one scan decoding the columns of every report, kept for all four.
+    shared = {c for job in jobs for c in getattr(job, "COLUMNS", ())} if len(jobs) > 1 else None
+    inputs = Inputs(spark, stores, shared)
+    if len(stores) > 1:
+        print("stores: " + ", ".join(f"{s.broker_name}={s.path}" for s in stores))
     written = []
     try:
-        for name in names:
-            job = importlib.import_module(f"rocketmq_emu.reports.jobs.{name}")
+        for name, job in zip(names, jobs, strict=True):
             progress = Progress(name, job.STAGES + 1)
-            report = job.run(spark, args.store, progress, delay_levels=args.delay_levels)
+            report = job.run(spark, inputs, progress, delay_levels=args.delay_levels)
             with progress.stage("write Parquet, CSV, PNG and HTML"):
                 page = write_report(report, args.out)
             written.append((report, page))
@@ -94,6 +112,7 @@ def main(args: argparse.Namespace) -> int:
         if args.name == "all":
             print(f"all: {write_index(written, args.out)}")
     finally:
+        inputs.release()
         if owned:
             spark.stop()
     return 0

@@ -100,6 +100,7 @@ _COLUMNS: list[tuple[str, DataType, tuple[str, ...]]] = [
     ("retryGroup", _STR, ("topic", "properties")),
     ("dlqGroup", _STR, ("topic",)),
     # --- where the record is
+    ("brokerName", _STR, ()),
     ("file", _STR, ()),
     ("filePosition", _LONG, ()),
     ("_error", _STR, ()),
@@ -215,6 +216,7 @@ def build_batch(
     arrow_schema: pa.Schema,
     file_name: str,
     fmt_host: Callable[[bytes], str] | None = None,
+    broker_name: str | None = None,
 ) -> pa.RecordBatch:
     """Turn decoded columns into an Arrow batch with the columns ``names`` (schema order)."""
     cols = scan.columns
@@ -317,6 +319,8 @@ def build_batch(
             )
         elif name == "file":
             arr = pa.array([file_name] * n, type=pa_type)
+        elif name == "brokerName":
+            arr = pa.array([broker_name] * n, type=pa_type)
         elif name == "filePosition":
             arr = pa.array(scan.positions, type=pa_type)
         elif name == ERROR_COLUMN:
@@ -328,10 +332,13 @@ def build_batch(
 
 
 def error_batch(
-    names: Sequence[str], arrow_schema: pa.Schema, file_name: str, position: int, message: str
+    names: Sequence[str], arrow_schema: pa.Schema, file_name: str, position: int, message: str,
+    broker_name: str | None = None,
 ) -> pa.RecordBatch:
-    """A one-row batch reporting a corrupt record: only file, filePosition and _error set."""
-    values = {"file": file_name, "filePosition": position, ERROR_COLUMN: message}
+    """A one-row batch reporting a corrupt record: only brokerName, file, filePosition and
+    _error set."""
+    values = {"brokerName": broker_name, "file": file_name, "filePosition": position,
+              ERROR_COLUMN: message}
     arrays = [
         pa.array([values.get(name)], type=arrow_schema.field(name).type) for name in names
     ]

@@ -1,6 +1,10 @@
 """``spark.read.format("rocketmq-commitlog").load(path)``: one row per stored message.
 
-``path`` is a store root (holding ``commitlog/``), a commitlog directory or one commitlog file.
+``path`` is a store root (holding ``commitlog/``), a commitlog directory or one commitlog file;
+``load([...])`` takes several, and a directory holding one store per broker stands for all of
+them (:func:`rocketmq_emu.reports.stores.from_paths`). The ``brokerName`` column says which
+broker's store a row comes from (the ``stores`` option, ``[[brokerName, path], ...]`` as JSON,
+names them explicitly).
 
 Partitioning: the written bytes of all files, end to end, are cut into equal byte ranges, at
 least ``minPartitions`` of them and none over ``maxPartitionBytes`` (:func:`plan_partitions`);
@@ -52,6 +56,7 @@ from rocketmq_emu.broker.commitlog.record_scan import (
     scan_columns,
 )
 from rocketmq_emu.reports import columns as C
+from rocketmq_emu.reports.stores import Store, from_paths, local_path, stores_option
 
 FORMAT_NAME = "rocketmq-commitlog"
 _OFFSET_NAME = re.compile(r"^\d{20}$")
@@ -77,13 +82,6 @@ def _bool(options, key: str, default: bool) -> bool:
     return default if value is None else str(value).strip().lower() in ("true", "1", "yes")
 
 
-def local_path(path: str) -> str:
-    """``file:///x`` or ``file:/x`` as a local path (readers memory-map local files)."""
-    if path.startswith("file:"):
-        return "/" + path[len("file:"):].lstrip("/")
-    return path
-
-
 def commitlog_files(path: str) -> list[str]:
     """The commitlog files under ``path`` (store root, commitlog dir or one file), by offset."""
     path = local_path(path)
@@ -100,21 +98,24 @@ def commitlog_files(path: str) -> list[str]:
 
 class FileRange:
     """Records starting in ``[start, stop)`` of one file (``base_offset``: the commitlog offset
-    of its first byte, None when the name is not an offset and the file is read whole)."""
+    of its first byte, None when the name is not an offset and the file is read whole) of the
+    store of broker ``broker``."""
 
-    __slots__ = ("path", "base_offset", "start", "stop")
+    __slots__ = ("path", "base_offset", "start", "stop", "broker")
 
-    def __init__(self, path: str, base_offset: int | None, start: int, stop: int) -> None:
+    def __init__(self, path: str, base_offset: int | None, start: int, stop: int,
+                 broker: str | None = None) -> None:
         self.path = path
         self.base_offset = base_offset
         self.start = start
         self.stop = stop
+        self.broker = broker
 
     def __getstate__(self):
-        return (self.path, self.base_offset, self.start, self.stop)
+        return (self.path, self.base_offset, self.start, self.stop, self.broker)
 
     def __setstate__(self, state) -> None:
-        self.path, self.base_offset, self.start, self.stop = state
+        self.path, self.base_offset, self.start, self.stop, self.broker = state
 
     def __repr__(self) -> str:
         return f"FileRange({self.path}, {self.start}, {self.stop})"
@@ -213,35 +214,39 @@ def _find_start(fd: int, size: int, start: int, stop: int, base: int) -> int | N
 
 
 def plan_ranges(
-    path: str, max_range_bytes: int, max_record: int | None = DEFAULT_MAX_RECORD
+    path: str | list[Store], max_range_bytes: int, max_record: int | None = DEFAULT_MAX_RECORD
 ) -> list[FileRange]:
-    """Split the files under ``path`` into byte ranges of at most ``max_range_bytes`` (driver
-    side). With ``max_record`` set, ranges past a file's written end (:func:`written_stop`)
-    are left out. A file whose name is not an offset is one range."""
+    """Split the files under ``path`` (or of each store) into byte ranges of at most
+    ``max_range_bytes`` (driver side). With ``max_record`` set, ranges past a file's written
+    end (:func:`written_stop`) are left out. A file whose name is not an offset is one range."""
     ranges = []
-    for file_path, base, stop in _file_extents(path, max_record):
+    for file_path, base, stop, broker in _file_extents(path, max_record):
         if base is None:
-            ranges.append(FileRange(file_path, None, 0, stop))
+            ranges.append(FileRange(file_path, None, 0, stop, broker))
             continue
         for start in range(0, stop, max_range_bytes):
-            ranges.append(FileRange(file_path, base, start, min(stop, start + max_range_bytes)))
+            ranges.append(FileRange(file_path, base, start, min(stop, start + max_range_bytes),
+                                    broker))
     return ranges
 
 
-def _file_extents(path: str, max_record: int | None) -> list[tuple[str, int | None, int]]:
-    """(file, base offset or None, bytes to plan) for each non-empty commitlog file."""
+def _file_extents(path: str | list[Store], max_record: int | None,
+                  ) -> list[tuple[str, int | None, int, str]]:
+    """(file, base offset or None, bytes to plan, broker) for each non-empty commitlog file,
+    store after store."""
     extents = []
-    for file_path in commitlog_files(path):
-        size = os.path.getsize(file_path)
-        if size == 0:
-            continue
-        name = os.path.basename(file_path)
-        base = int(name) if _OFFSET_NAME.match(name) else None
-        stop = size
-        if max_record and base is not None:
-            found = _cached_written_stop(file_path, base, max_record)
-            stop = size if found is None else max(found, 1)
-        extents.append((file_path, base, stop))
+    for store in from_paths([path]) if isinstance(path, str) else path:
+        for file_path in commitlog_files(store.path):
+            size = os.path.getsize(file_path)
+            if size == 0:
+                continue
+            name = os.path.basename(file_path)
+            base = int(name) if _OFFSET_NAME.match(name) else None
+            stop = size
+            if max_record and base is not None:
+                found = _cached_written_stop(file_path, base, max_record)
+                stop = size if found is None else max(found, 1)
+            extents.append((file_path, base, stop, store.broker_name))
     return extents
 
 
@@ -263,7 +268,7 @@ def _cached_written_stop(path: str, base: int, max_record: int) -> int | None:
 
 
 def plan_partitions(
-    path: str,
+    path: str | list[Store],
     max_partition_bytes: int,
     max_record: int | None = DEFAULT_MAX_RECORD,
     min_partitions: int = 1,
@@ -281,7 +286,7 @@ def plan_partitions(
     Files whose name is not an offset cannot be split and go whole into one partition.
     """
     extents = _file_extents(path, max_record)
-    total = sum(stop for _, _, stop in extents)
+    total = sum(extent[2] for extent in extents)
     if total == 0:
         # Spark wants at least one partition; an empty one reads nothing.
         return [CommitLogPartition([])]
@@ -293,11 +298,11 @@ def plan_partitions(
     parts: list[CommitLogPartition] = []
     current: list[FileRange] = []
     room = share
-    for file_path, base, stop in extents:
+    for file_path, base, stop, broker in extents:
         start = 0
         while start < stop:
             take = stop - start if base is None else min(stop - start, room)
-            current.append(FileRange(file_path, base, start, start + take))
+            current.append(FileRange(file_path, base, start, start + take, broker))
             start += take
             room -= take
             if room <= 0:
@@ -364,12 +369,13 @@ def read_range(
                 mm, pos, stop if pos < stop else pos + 1, fields, batch_size, check_crc
             )
             if scan.positions:
-                yield C.build_batch(scan, names, arrow_schema, file_name, fmt_host)
+                yield C.build_batch(scan, names, arrow_schema, file_name, fmt_host, part.broker)
             if scan.end == "error":
                 message = f"{part.path}: {scan.error}"
                 if fail_fast:
                     raise RecordError(message, scan.next_pos)
-                yield C.error_batch(names, arrow_schema, file_name, scan.next_pos, message)
+                yield C.error_batch(names, arrow_schema, file_name, scan.next_pos, message,
+                                    part.broker)
                 if base is None or scan.next_pos + 1 >= stop:
                     break
                 # Resume at the next record start in our range (None: the rest is the next
@@ -408,9 +414,7 @@ class CommitLogReader(DataSourceReader):
 
     def __init__(self, options, schema: StructType) -> None:
         C.validate_schema(schema)
-        self.path = options.get("path")
-        if not self.path:
-            raise ValueError(f"{FORMAT_NAME}: load(path) needs a store root or commitlog path")
+        self.stores = stores_option(options, FORMAT_NAME)
         self.schema = schema
         # Without an _error column a corrupt record could only become a row of nulls: fail.
         self.fail_fast = _bool(options, "failFast", False) or C.ERROR_COLUMN not in schema.names
@@ -428,7 +432,7 @@ class CommitLogReader(DataSourceReader):
     def partitions(self) -> list[CommitLogPartition]:
         """Equal shares of the written bytes (:func:`plan_partitions`)."""
         return plan_partitions(
-            self.path, self.max_partition_bytes, self.max_record, self.min_partitions
+            self.stores, self.max_partition_bytes, self.max_record, self.min_partitions
         )
 
     def read(self, partition: CommitLogPartition) -> Iterator:

@@ -3,28 +3,10 @@
 from __future__ import annotations
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from rocketmq_emu.reports.columns import ERROR_COLUMN
-from rocketmq_emu.reports.datasource_commitlog import FORMAT_NAME as COMMITLOG
-from rocketmq_emu.reports.datasource_consumequeue import FORMAT_NAME as CONSUMEQUEUE
-
-
-def commitlog(spark: SparkSession, store: str, columns: list[str]) -> DataFrame:
-    """The commitlog rows of ``store`` with only ``columns`` decoded (plus ``_error``), in
-    equal partitions, a whole number of waves over the session's cores."""
-    return (
-        spark.read.format(COMMITLOG)
-        .option("columns", ",".join(columns))
-        .option("minPartitions", str(spark.sparkContext.defaultParallelism))
-        .load(store)
-    )
-
-
-def consume_queues(spark: SparkSession, store: str) -> DataFrame:
-    """The consume-queue units of ``store``."""
-    return spark.read.format(CONSUMEQUEUE).load(store)
 
 
 def split_errors(df: DataFrame) -> tuple[DataFrame, DataFrame]:

@@ -14,6 +14,10 @@ consumerOffset.json at pop time, on the topic and on the POP retry topic ``%RETR
 (``CID_RMQ_SYS_REVIVE_GROUP`` on ``rmq_sys_REVIVE_LOG_<cluster>``: how far the broker has
 processed its POP check points) are system progress, not a consumer's: they are left out of the
 lag tables and listed in ``revive_offsets``.
+
+Over a cluster, a topic's queues live on several brokers, each with its own consumerOffset.json
+and consume queues: lag is computed per broker and queue (``brokerName``), then summed per group
+and topic; with several brokers the ``(cluster)`` rows are those sums.
 """
 
 from __future__ import annotations
@@ -27,41 +31,50 @@ from pyspark.sql import functions as F
 from rocketmq_emu.broker import jsonutil
 from rocketmq_emu.broker.pop.names import is_revive_topic
 from rocketmq_emu.reports import charts
-from rocketmq_emu.reports.jobs.common import consume_queues, to_pandas
+from rocketmq_emu.reports.inputs import BROKER, CLUSTER, Inputs, pandas_by_broker, totals
+from rocketmq_emu.reports.jobs.common import to_pandas
 from rocketmq_emu.reports.jobs.pop import pop_retry_of
 from rocketmq_emu.reports.report import Chart, Progress, Report
+from rocketmq_emu.reports.stores import from_paths
 
 NAME = "consumers"
 STAGES = 4
-REVIVE_COLUMNS = ["topic", "queueId", "reviveOffset", "maxOffset"]
+REVIVE_COLUMNS = [BROKER, "topic", "queueId", "reviveOffset", "maxOffset"]
 OFFSET_FILE = os.path.join("config", "consumerOffset.json")
 
 
-def read_offsets(store: str) -> pd.DataFrame:
-    """The offset table as rows (group, topic, queueId, committedOffset)."""
+def read_offsets(source: Inputs | str) -> pd.DataFrame:
+    """The offset tables of every store as rows (brokerName, group, topic, queueId,
+    committedOffset); ``source`` is the run's Inputs or one store path."""
+    stores = source.stores if isinstance(source, Inputs) else from_paths([source])
     rows = []
-    path = os.path.join(store, OFFSET_FILE)
-    if os.path.exists(path):
+    for store in stores:
+        path = os.path.join(store.path, OFFSET_FILE)
+        if not os.path.exists(path):
+            continue
         with open(path, "rb") as fh:
             table = (jsonutil.loads(fh.read()) or {}).get("offsetTable") or {}
         for key, offsets in table.items():
             # MixAll / ConsumerOffsetManager.TOPIC_GROUP_SEPARATOR; topics cannot contain "@".
             topic, _, group = key.partition("@")
             for qid, offset in (offsets or {}).items():
-                rows.append((group, topic, int(qid), int(offset)))
-    return pd.DataFrame(rows, columns=["group", "topic", "queueId", "committedOffset"])
+                rows.append((store.broker_name, group, topic, int(qid), int(offset)))
+    return pd.DataFrame(rows, columns=[BROKER, "group", "topic", "queueId", "committedOffset"])
 
 
-def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: object) -> Report:
-    """Compute the consumers report for ``store``."""
+def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = None,
+        **_: object) -> Report:
+    """Compute the consumers report for ``source`` (a store path or the run's Inputs)."""
+    inputs = Inputs.of(spark, source)
+    several = inputs.several
     progress = progress or Progress(NAME, STAGES)
-    report = Report(NAME, "Consumer lag", store)
+    report = Report(NAME, "Consumer lag", inputs.description)
     with progress.stage("read consumerOffset.json"):
-        offsets = read_offsets(store)
+        offsets = read_offsets(inputs)
     with progress.stage("scan consume queues (min/max offset per queue)"):
         queues = to_pandas(
-            consume_queues(spark, store)
-            .groupBy("topic", "queueId")
+            inputs.consume_queues()
+            .groupBy(BROKER, "topic", "queueId")
             .agg(
                 F.min("queueOffset").alias("minOffset"),
                 (F.max("queueOffset") + 1).alias("maxOffset"),
@@ -72,18 +85,22 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
         revive_rows = offsets["topic"].map(is_revive_topic).astype(bool)
         revive = (
             offsets[revive_rows].rename(columns={"committedOffset": "reviveOffset"})
-            .merge(queues[["topic", "queueId", "maxOffset"]], on=["topic", "queueId"], how="left")
+            .merge(queues[[BROKER, "topic", "queueId", "maxOffset"]],
+                   on=[BROKER, "topic", "queueId"], how="left")
         )
         revive["maxOffset"] = revive["maxOffset"].fillna(0).astype("int64")
-        revive = revive[REVIVE_COLUMNS].sort_values(["topic", "queueId"]).reset_index(drop=True)
+        revive = revive[REVIVE_COLUMNS].sort_values(["topic", BROKER, "queueId"]).reset_index(
+            drop=True)
         offsets = offsets[~revive_rows]
+        # A group that committed on a topic on one broker is listed on every broker's queues
+        # of that topic (the queues it has not reached yet count from their minOffset).
         pairs = offsets[["group", "topic"]].drop_duplicates()
+        keys = [BROKER, "group", "topic", "queueId"]
         listed = pd.concat(
-            [pairs.merge(queues[["topic", "queueId"]], on="topic"),
-             offsets[["group", "topic", "queueId"]]]
+            [pairs.merge(queues[[BROKER, "topic", "queueId"]], on="topic"), offsets[keys]]
         ).drop_duplicates()
-        by_queue = listed.merge(offsets, on=["group", "topic", "queueId"], how="left").merge(
-            queues, on=["topic", "queueId"], how="left"
+        by_queue = listed.merge(offsets, on=keys, how="left").merge(
+            queues, on=[BROKER, "topic", "queueId"], how="left"
         )
         by_queue["minOffset"] = by_queue["minOffset"].fillna(0).astype("int64")
         by_queue["maxOffset"] = by_queue["maxOffset"].fillna(0).astype("int64")
@@ -97,23 +114,24 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
              for t, g in zip(by_queue["topic"], by_queue["group"], strict=True)],
             index=by_queue.index, dtype="string",
         )
-        by_queue = by_queue.drop(columns=["units"]).sort_values(
-            ["group", "topic", "queueId"]
-        ).reset_index(drop=True)
+        by_queue = by_queue.drop(columns=["units"])
+        by_queue = by_queue[keys + [c for c in by_queue.columns if c not in keys]].sort_values(
+            ["group", "topic", BROKER, "queueId"]).reset_index(drop=True)
         by_group = (
-            by_queue.groupby("group", as_index=False)
-            .agg(topics=("topic", "nunique"), queues=("queueId", "size"), lag=("lag", "sum"))
-            .sort_values(["lag", "group"], ascending=[False, True])
+            pandas_by_broker(by_queue, ["group"], {
+                "topics": ("topic", "nunique"), "queues": ("queueId", "size"),
+                "lag": ("lag", "sum")}, several)
+            .sort_values(["lag", "group", BROKER], ascending=[False, True, True])
             .reset_index(drop=True)
         )
         by_topic = (
-            by_queue.groupby(["group", "topic"], as_index=False)
-            .agg(retryOf=("retryOf", "first"), queues=("queueId", "size"),
-                 committed=("committedOffset", "sum"),
-                 maxOffset=("maxOffset", "sum"), lag=("lag", "sum"))
-            .sort_values(["group", "topic"]).reset_index(drop=True)
+            pandas_by_broker(by_queue, ["group", "topic"], {
+                "retryOf": ("retryOf", "first"), "queues": ("queueId", "size"),
+                "committed": ("committedOffset", "sum"),
+                "maxOffset": ("maxOffset", "sum"), "lag": ("lag", "sum")}, several)
+            .sort_values(["group", "topic", BROKER]).reset_index(drop=True)
         )
-        queues = queues.sort_values(["topic", "queueId"]).reset_index(drop=True)
+        queues = queues.sort_values(["topic", BROKER, "queueId"]).reset_index(drop=True)
     with progress.stage("charts"):
         report.tables = {
             "lag_by_group": by_group,
@@ -122,17 +140,25 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
             "queues": queues,
             "revive_offsets": revive,
         }
-        labelled = by_topic.assign(groupTopic=by_topic["group"] + " / " + by_topic["topic"])
+        group_totals = totals(by_group, several)
+        topic_totals = totals(by_topic, several)
+        labelled = topic_totals.assign(
+            groupTopic=topic_totals["group"] + " / " + topic_totals["topic"])
         report.charts = [
             Chart("lag_by_group.png", "Lag per consumer group (messages)",
-                  charts.bars(by_group, "group", ["lag"], "messages")),
+                  charts.bars(group_totals, "group", ["lag"], "messages")),
             Chart("lag_by_group_topic.png", "Committed vs max offset per group and topic",
                   charts.bars(labelled, "groupTopic", ["committed", "maxOffset", "lag"])),
         ]
         report.summary = [
-            f"{len(by_group)} groups, {len(by_queue)} queues, total lag "
+            f"{len(group_totals)} groups, {len(by_queue)} queues, total lag "
             f"{int(by_queue['lag'].sum()) if not by_queue.empty else 0}",
         ]
         if offsets.empty:
             report.notes = [f"no {OFFSET_FILE} (or it is empty) in the store"]
+        if several:
+            report.charts.append(Chart(
+                "lag_per_broker.png", "Lag per group and broker (messages)",
+                charts.grouped_bars(by_group[by_group[BROKER] != CLUSTER], "group", BROKER,
+                                    "lag", "messages")))
     return report

@@ -5,7 +5,9 @@ deliver time = its store time + the level's delay, as ``CommitLog`` computes the
 or in ``rmq_sys_wheel_timer`` (deliver time = TIMER_OUT_MS). Its re-put copy is the record in
 REAL_TOPIC with the same UNIQ_KEY and reconsumeTimes stored at or after it (the earliest such,
 since UNIQ_KEY survives retries). Lateness = re-put store time - scheduled deliver time.
-Percentiles are exact (linear interpolation, Spark ``percentile``).
+Percentiles are exact (linear interpolation, Spark ``percentile``). A broker re-puts its own
+scheduled copies, so both copies are looked for in one broker's store (``brokerName``); with
+several brokers, ``(cluster)`` rows give the percentiles over the whole cluster.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from pyspark.sql import functions as F
 from rocketmq_emu.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
 from rocketmq_emu.broker.message import RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
 from rocketmq_emu.reports import charts
+from rocketmq_emu.reports.inputs import BROKER, Inputs, by_broker, totals
 from rocketmq_emu.reports.jobs.common import (
-    commitlog,
     error_notes,
     split_errors,
     store_ms,
@@ -43,25 +45,27 @@ _LATENESS_AGGS = [
 
 def run(
     spark: SparkSession,
-    store: str,
+    source: Inputs | str,
     progress: Progress | None = None,
     delay_levels: str = DEFAULT_MESSAGE_DELAY_LEVEL,
     **_: object,
 ) -> Report:
     """Compute the delays report (``delay_levels`` is the broker's messageDelayLevel)."""
+    inputs = Inputs.of(spark, source)
+    several = inputs.several
     progress = progress or Progress(NAME, STAGES)
-    report = Report(NAME, "Scheduled message lateness", store)
+    report = Report(NAME, "Scheduled message lateness", inputs.description)
     levels = DelayLevels.parse(delay_levels)
     level_ms = F.create_map(
         *[x for lv in range(1, levels.max_level + 1) for x in (F.lit(lv), F.lit(levels.delay_ms(lv)))]
     )
     with progress.stage("scan commitlog (scheduled copies and re-puts)"):
-        df = commitlog(spark, store, COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)
+        df = inputs.commitlog(COLUMNS)
         good, bad = split_errors(df)
         errors = to_pandas(bad)
     is_level = F.col("topic") == RMQ_SYS_SCHEDULE_TOPIC
     scheduled = good.where(F.col("topic").isin(RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC)).select(
-        "physicalOffset", "uniqKey", "realTopic", "realQueueId", "reconsumeTimes",
+        BROKER, "physicalOffset", "uniqKey", "realTopic", "realQueueId", "reconsumeTimes",
         F.when(is_level, F.col("delayLevel")).alias("level"),
         F.when(is_level, F.concat(F.lit("level "), F.col("delayLevel"))).otherwise(
             F.lit("timer")).alias("kind"),
@@ -72,14 +76,16 @@ def run(
     reputs = good.where(
         ~F.col("topic").isin(RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC) & F.col("uniqKey").isNotNull()
     ).select(
-        F.col("uniqKey").alias("rUniq"), F.col("topic").alias("rTopic"),
+        F.col(BROKER).alias("rBroker"), F.col("uniqKey").alias("rUniq"),
+        F.col("topic").alias("rTopic"),
         F.col("reconsumeTimes").alias("rTimes"), store_ms().alias("rMs"),
     )
     with progress.stage("join scheduled copies to their re-puts (UNIQ_KEY)"):
         joined = (
             scheduled.join(
                 reputs,
-                (F.col("uniqKey") == F.col("rUniq")) & (F.col("realTopic") == F.col("rTopic"))
+                (F.col(BROKER) == F.col("rBroker"))
+                & (F.col("uniqKey") == F.col("rUniq")) & (F.col("realTopic") == F.col("rTopic"))
                 & (F.col("reconsumeTimes") == F.col("rTimes"))
                 & (F.col("rMs") >= F.col("scheduledStoreMs")),
                 "left",
@@ -90,18 +96,17 @@ def run(
             .withColumn("deliverDay", F.to_date(F.timestamp_millis(F.col("deliverMs"))))
             .persist(StorageLevel.MEMORY_AND_DISK)
         )
-        detail = to_pandas(joined.orderBy("deliverMs", "physicalOffset"))
+        detail = to_pandas(joined.orderBy("deliverMs", BROKER, "physicalOffset"))
     with progress.stage("lateness percentiles per level and per day"):
+        aggs = [F.count("*").alias("scheduled"), *_LATENESS_AGGS]
         by_level = to_pandas(
-            joined.groupBy("kind", "level")
-            .agg(F.count("*").alias("scheduled"), *_LATENESS_AGGS)
+            by_broker(joined, ["kind", "level"], aggs, several)
             .withColumn("pending", F.col("scheduled") - F.col("delivered"))
-            .orderBy(F.col("level").asc_nulls_last(), "kind")
+            .orderBy(F.col("level").asc_nulls_last(), "kind", BROKER)
         )
         by_day = to_pandas(
-            joined.groupBy("deliverDay", "kind", "level")
-            .agg(F.count("*").alias("scheduled"), *_LATENESS_AGGS)
-            .orderBy("deliverDay", F.col("level").asc_nulls_last(), "kind")
+            by_broker(joined, ["deliverDay", "kind", "level"], aggs, several)
+            .orderBy("deliverDay", F.col("level").asc_nulls_last(), "kind", BROKER)
         )
     for table in (detail, by_level, by_day):
         table["level"] = table["level"].astype("Int64")
@@ -110,7 +115,7 @@ def run(
             columns=["reputMs", "latenessMs"]
         ).reset_index(drop=True)
     joined.unpersist()
-    df.unpersist()
+    inputs.release(df)
     with progress.stage("charts"):
         report.tables = {
             "lateness_by_level": by_level,
@@ -118,13 +123,14 @@ def run(
             "pending": pending,
             "scheduled_messages": detail,
         }
+        levels = totals(by_level, several)
         report.charts = [
             Chart("lateness_by_level.png", "Lateness percentiles per level (ms)",
-                  charts.bars(by_level, "kind", ["p50Ms", "p90Ms", "p99Ms", "maxMs"], "ms")),
+                  charts.bars(levels, "kind", ["p50Ms", "p90Ms", "p99Ms", "maxMs"], "ms")),
             Chart("scheduled_by_level.png", "Delivered and pending per level",
-                  charts.bars(by_level, "kind", ["delivered", "pending"], "messages")),
+                  charts.bars(levels, "kind", ["delivered", "pending"], "messages")),
         ]
-        delivered = int(by_level["delivered"].sum()) if not by_level.empty else 0
+        delivered = int(levels["delivered"].sum()) if not levels.empty else 0
         report.summary = [
             f"{len(detail)} scheduled copies, {delivered} delivered, {len(pending)} pending",
         ]

@@ -28,8 +28,9 @@ from rocketmq_emu.broker.message import (
 )
 from rocketmq_emu.reports import charts
 from rocketmq_emu.reports.columns import ERROR_COLUMN
+from rocketmq_emu.reports.inputs import BROKER, Inputs, by_broker, totals
 from rocketmq_emu.reports.jobs import pop
-from rocketmq_emu.reports.jobs.common import commitlog, error_notes, split_errors, to_pandas
+from rocketmq_emu.reports.jobs.common import error_notes, split_errors, to_pandas
 from rocketmq_emu.reports.jobs.consumers import read_offsets
 from rocketmq_emu.reports.report import Chart, Progress, Report
 
@@ -42,12 +43,15 @@ COLUMNS = [
 ]
 
 
-def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: object) -> Report:
-    """Compute the retries report for ``store``."""
+def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = None,
+        **_: object) -> Report:
+    """Compute the retries report for ``source`` (a store path or the run's Inputs)."""
+    inputs = Inputs.of(spark, source)
+    several = inputs.several
     progress = progress or Progress(NAME, STAGES)
-    report = Report(NAME, "Retries and dead letters", store)
+    report = Report(NAME, "Retries and dead letters", inputs.description)
     with progress.stage("scan commitlog (retry, schedule and DLQ records)"):
-        df = commitlog(spark, store, COLUMNS)
+        df = inputs.commitlog(COLUMNS)
         # One pass: keep the retry/schedule/DLQ rows and the corrupt-record rows together.
         both = df.where(
             F.col(ERROR_COLUMN).isNotNull()
@@ -69,7 +73,7 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
             ).distinct()
         )
         retry_topics = pop.PopRetryTopics()
-        offsets = read_offsets(store)
+        offsets = read_offsets(inputs)
         retry_topics.add_pairs(zip(offsets["topic"], offsets["group"], strict=True))
         retry_topics.add_pairs(zip(names_seen["popTopic"], names_seen["popGroup"], strict=True))
         group_of, original_of = retry_topics.maps(
@@ -98,8 +102,7 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
     with progress.stage("counts per group and topic"):
         is_retry = F.col("kind") == "retry"
         counts = to_pandas(
-            rel.groupBy("group", "originalTopic")
-            .agg(
+            by_broker(rel, ["group", "originalTopic"], [
                 F.count(F.when(is_retry, 1)).alias("retries"),
                 F.countDistinct(F.when(is_retry, F.col("uniqKey"))).alias("retriedMessages"),
                 F.max(F.when(is_retry, F.col("reconsumeTimes"))).alias("maxReconsumeTimes"),
@@ -108,36 +111,38 @@ def run(spark: SparkSession, store: str, progress: Progress | None = None, **_: 
                 F.count(F.when(is_retry & F.col("popRetry"), 1)).alias("popRetries"),
                 *[F.count(F.when(F.col("kind") == f"revive:{tag}", 1)).alias(column)
                   for tag, column in pop.REVIVE_TAGS.items()],
-            )
-            .orderBy("group", "originalTopic")
+            ], several)
+            .orderBy("group", "originalTopic", BROKER)
         )
     with progress.stage("messages in the DLQ"):
         dlq = to_pandas(
             rel.where(F.col("kind") == "dlq")
             .select(
-                "group", "originalTopic", "uniqKey",
+                BROKER, "group", "originalTopic", "uniqKey",
                 F.col("properties")[PROPERTY_ORIGIN_MESSAGE_ID].alias("originMessageId"),
                 "offsetMsgId", "tags", F.array_join("keys", " ").alias("keys"),
                 "reconsumeTimes", "bornTimestamp", "storeTimestamp", "bodyLength",
             )
-            .orderBy("group", "storeTimestamp")
+            .orderBy("group", "storeTimestamp", BROKER)
         )
     both.unpersist()
+    inputs.release(df)
     with progress.stage("charts"):
-        by_group = counts.groupby("group", as_index=False)[
+        cluster = totals(counts, several)
+        by_group = cluster.groupby("group", as_index=False)[
             ["retries", "scheduledRetries", "dlq"]].sum()
         # Groups with retries; a POP group with only check points and acks is left out.
         by_group = by_group[by_group[["retries", "scheduledRetries", "dlq"]].sum(axis=1) > 0]
-        pop_groups = counts.loc[counts["popCheckpoints"] > 0, "group"].nunique()
+        pop_groups = cluster.loc[cluster["popCheckpoints"] > 0, "group"].nunique()
         report.tables = {"retries_by_group_topic": counts, "dlq_messages": dlq}
         report.charts = [
             Chart("retries_by_group.png", "Retries and dead letters per group",
                   charts.bars(by_group, "group", ["retries", "dlq"], "messages")),
         ]
         report.summary = [
-            f"{int(counts['retries'].sum()) if not counts.empty else 0} retries and "
+            f"{int(cluster['retries'].sum()) if not cluster.empty else 0} retries and "
             f"{len(dlq)} dead letters over {len(by_group)} groups",
-            f"{pop_groups} POP groups ({int(counts['popRetries'].sum()) if not counts.empty else 0}"
+            f"{pop_groups} POP groups ({int(cluster['popRetries'].sum()) if not cluster.empty else 0}"
             " of the retries in POP retry topics)",
         ]
         report.notes = error_notes(errors)

@@ -1,0 +1,123 @@
+"""What the report jobs read: a cluster's stores, their commitlogs scanned once, their consume
+queues, and the helpers that give every table a ``brokerName`` column and cluster totals.
+
+``report all`` builds one :class:`Inputs` for the four reports with the union of the columns
+they need (:data:`rocketmq_emu.reports.jobs.ALL_COLUMNS`): the commitlog is decoded once, kept
+(``MEMORY_AND_DISK``) and each job selects its columns from it, instead of four scans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import pandas as pd
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from rocketmq_emu.reports.columns import ERROR_COLUMN
+from rocketmq_emu.reports.datasource_commitlog import FORMAT_NAME as COMMITLOG
+from rocketmq_emu.reports.datasource_consumequeue import FORMAT_NAME as CONSUMEQUEUE
+from rocketmq_emu.reports.stores import Store, encode, from_paths
+
+#: The ``brokerName`` of the rows that total the whole cluster (present with several brokers).
+CLUSTER = "(cluster)"
+BROKER = "brokerName"
+
+
+class Inputs:
+    """The stores of one report run; ``columns`` (None: each call's own) is what the shared
+    commitlog scan decodes."""
+
+    def __init__(self, spark: SparkSession, stores: list[Store],
+                 columns: Iterable[str] | None = None) -> None:
+        self.spark = spark
+        self.stores = stores
+        self.columns = sorted(set(columns) | {BROKER}) if columns is not None else None
+        self._commitlog: DataFrame | None = None
+
+    @classmethod
+    def of(cls, spark: SparkSession, source: Inputs | str | list[Store]) -> Inputs:
+        """``source`` as Inputs (a store path or a list of stores for one report)."""
+        if isinstance(source, Inputs):
+            return source
+        stores = from_paths([source]) if isinstance(source, str) else source
+        return cls(spark, stores)
+
+    @property
+    def description(self) -> str:
+        """The stores, for the report pages (``name=path``, comma separated)."""
+        if len(self.stores) == 1:
+            return self.stores[0].path
+        return ", ".join(f"{s.broker_name}={s.path}" for s in self.stores)
+
+    @property
+    def several(self) -> bool:
+        """Whether there is more than one broker (cluster rows are added)."""
+        return len({s.broker_name for s in self.stores}) > 1
+
+    def _read(self, columns: Sequence[str]) -> DataFrame:
+        return (
+            self.spark.read.format(COMMITLOG)
+            .option("stores", encode(self.stores))
+            .option("columns", ",".join(columns))
+            .option("minPartitions", str(self.spark.sparkContext.defaultParallelism))
+            .load()
+        )
+
+    def commitlog(self, columns: Sequence[str]) -> DataFrame:
+        """The commitlog rows with ``columns``, ``brokerName`` and ``_error``: from the shared
+        scan when there is one (kept after the first use), else a scan of just these, kept."""
+        wanted = [*dict.fromkeys([BROKER, *columns]), ERROR_COLUMN]
+        if self.columns is None:
+            return self._read(wanted[:-1]).persist(StorageLevel.MEMORY_AND_DISK)
+        if self._commitlog is None:
+            self._commitlog = self._read(self.columns).persist(StorageLevel.MEMORY_AND_DISK)
+        return self._commitlog.select(*wanted)
+
+    def consume_queues(self) -> DataFrame:
+        """The consume-queue units of every store (with ``brokerName``)."""
+        return (
+            self.spark.read.format(CONSUMEQUEUE)
+            .option("stores", encode(self.stores))
+            .option("minPartitions", str(self.spark.sparkContext.defaultParallelism))
+            .load()
+        )
+
+    def release(self, df: DataFrame | None = None) -> None:
+        """Drop a job's own kept scan (``df``), or the shared one (no argument)."""
+        if df is not None and self.columns is None:
+            df.unpersist()
+        elif df is None and self._commitlog is not None:
+            self._commitlog.unpersist()
+            self._commitlog = None
+
+
+def by_broker(df: DataFrame, keys: Sequence[str | Column], aggs: Sequence[Column],
+              several: bool) -> DataFrame:
+    """``aggs`` per ``brokerName`` and ``keys``; with several brokers also over the whole
+    cluster, as rows whose ``brokerName`` is :data:`CLUSTER` (percentiles and distinct counts
+    are computed over the cluster's rows, not summed)."""
+    per_broker = df.groupBy(BROKER, *keys).agg(*aggs)
+    if not several:
+        return per_broker
+    total = df.groupBy(*keys).agg(*aggs).withColumn(BROKER, F.lit(CLUSTER))
+    return per_broker.unionByName(total.select(*per_broker.columns))
+
+
+def pandas_by_broker(frame: pd.DataFrame, keys: list[str], aggs: dict, several: bool,
+                     ) -> pd.DataFrame:
+    """:func:`by_broker` for a pandas frame (``aggs``: ``DataFrame.agg`` named aggregations)."""
+    per_broker = frame.groupby([BROKER, *keys], as_index=False, dropna=False).agg(**aggs)
+    if not several or frame.empty:
+        return per_broker
+    total = frame.groupby(keys, as_index=False, dropna=False).agg(**aggs)
+    total.insert(0, BROKER, CLUSTER)
+    return pd.concat([per_broker, total[per_broker.columns]], ignore_index=True)
+
+
+def totals(frame: pd.DataFrame, several: bool) -> pd.DataFrame:
+    """The cluster's rows of a table (all of them with one broker), without ``brokerName``:
+    what charts and summary lines show."""
+    rows = frame[frame[BROKER] == CLUSTER] if several else frame
+    return rows.drop(columns=[BROKER]).reset_index(drop=True)
