@@ -91,10 +91,11 @@ def main(args: argparse.Namespace) -> int:
     from rocketmq_emu.reports.session import get_session
 
     names = REPORTS if args.name == "all" else (args.name,)
-    jobs = [importlib.import_module(f"rocketmq_emu.reports.jobs.{name}") for name in names]
     # A session already running in this process (tests, notebooks) is used and left running.
     owned = SparkSession.getActiveSession() is None
     spark = get_session(args.master)
+    # After the session: the jobs build Spark columns when imported.
+    jobs = [importlib.import_module(f"rocketmq_emu.reports.jobs.{name}") for name in names]
     # ``all``: one scan decoding the columns of every report, kept for all four.
     shared = {c for job in jobs for c in getattr(job, "COLUMNS", ())} if len(jobs) > 1 else None
     inputs = Inputs(spark, stores, shared)
