@@ -56,6 +56,19 @@ class CliError(Exception):
 # --- configuration ------------------------------------------------------------------------------
 
 
+def load_conf_file(path: str, loader: Any, bad_value: tuple[type[Exception], ...]) -> Any:
+    """``loader(path)``; a missing or unreadable file, or a value ``bad_value`` names, is one
+    :class:`CliError` line."""
+    try:
+        return loader(path)
+    except FileNotFoundError:
+        raise CliError(f"{path}: no such file") from None
+    except OSError as e:
+        raise CliError(f"{path}: cannot read: {e.strerror or e}") from None
+    except bad_value as e:
+        raise CliError(f"{e}; fix that line of the file") from None
+
+
 def load_config(conf: str | None, *, store: str | None = None, port: int | None = None,
                 namesrv: str | None = None, default_store: str | None = None) -> Any:
     """``broker.conf`` (if any) with command-line overrides applied; returns a BrokerConfig."""
@@ -63,14 +76,7 @@ def load_config(conf: str | None, *, store: str | None = None, port: int | None 
     from rocketmq_emu.broker.properties import PropertiesError
 
     if conf:
-        try:
-            loaded = load_broker_conf(conf)
-        except FileNotFoundError:
-            raise CliError(f"{conf}: no such file") from None
-        except OSError as e:
-            raise CliError(f"{conf}: cannot read: {e.strerror or e}") from None
-        except (ConfigError, PropertiesError) as e:
-            raise CliError(f"{e}; fix that line of the file") from None
+        loaded = load_conf_file(conf, load_broker_conf, (ConfigError, PropertiesError))
         cfg, explicit = loaded.config, loaded.explicit
     else:
         cfg, explicit = BrokerConfig(), set()
@@ -111,14 +117,7 @@ def load_namesrv_settings(conf: str | None) -> Any:
 
     if not conf:
         return NamesrvSettings()
-    try:
-        return load_namesrv_conf(conf)
-    except FileNotFoundError:
-        raise CliError(f"{conf}: no such file") from None
-    except OSError as e:
-        raise CliError(f"{conf}: cannot read: {e.strerror or e}") from None
-    except (NamesrvConfigError, PropertiesError) as e:
-        raise CliError(f"{e}; fix that line of the file") from None
+    return load_conf_file(conf, load_namesrv_conf, (NamesrvConfigError, PropertiesError))
 
 
 def make_namesrv(reactor: Any, host: str, port: int, kv_config_path: str | None = None,
