@@ -47,7 +47,12 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="a broker's store root (holds commitlog/); repeat for each broker of a cluster, "
              "or give a directory holding one store per broker; NAME= names the broker when "
              "its store's config/topics.json does not")
-    parser.add_argument("--master", default=None, help="Spark master (default local[*])")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--master", default=None, help="Spark master (default local[*])")
+    where.add_argument(
+        "--remote", default=None, metavar="sc://HOST:PORT",
+        help="a Spark Connect server instead of a master (its Python workers need "
+             "rocketmq-emu installed, the client pyspark's connect extra)")
     parser.add_argument("--out", default="reports-out", help="output directory")
     parser.add_argument(
         "--delay-levels", default=DEFAULT_MESSAGE_DELAY_LEVEL,
@@ -93,7 +98,7 @@ def main(args: argparse.Namespace) -> int:
     names = REPORTS if args.name == "all" else (args.name,)
     # A session already running in this process (tests, notebooks) is used and left running.
     owned = SparkSession.getActiveSession() is None
-    spark = get_session(args.master)
+    spark = get_session(args.master, remote=args.remote)
     # After the session: the jobs build Spark columns when imported.
     jobs = [importlib.import_module(f"rocketmq_emu.reports.jobs.{name}") for name in names]
     # ``all``: one scan decoding the columns of every report, kept for all four.

@@ -39,15 +39,53 @@ def register_sources(spark: SparkSession) -> None:
 
 
 def get_session(
-    master: str | None = None, app_name: str = "rocketmq-emu-reports", conf: dict | None = None
+    master: str | None = None, app_name: str = "rocketmq-emu-reports", conf: dict | None = None,
+    remote: str | None = None,
 ) -> SparkSession:
     """A SparkSession (local mode unless ``master`` is given) with both data sources
-    registered. ``--master spark://...`` needs the store on a path every executor can read."""
+    registered. ``--master spark://...`` needs the store on a path every executor can read.
+
+    ``remote`` (``sc://host:port``) connects to a Spark Connect server instead: the data
+    sources are registered in this client's session and run in the server's Python workers,
+    so the server's ``PYSPARK_PYTHON`` must be an interpreter with rocketmq-emu installed,
+    and the store a path the server (and its executors) can read. A Connect session has no
+    ``sparkContext``: use :func:`default_parallelism`."""
+    if master and remote:
+        raise ValueError("give master or remote, not both")
     configure_environment()
-    builder = SparkSession.builder.master(master or DEFAULT_MASTER).appName(app_name)
-    for key, value in {**QUIET_CONF, **(conf or {})}.items():
+    if remote:
+        builder = SparkSession.builder.remote(remote).appName(app_name)
+        # The server's own settings (UI, log level) are its business; SQL ones are the
+        # session's, so set them (a static conf the server refuses would fail here).
+        conf = {**{k: v for k, v in QUIET_CONF.items() if k.startswith("spark.sql.")},
+                **(conf or {})}
+    else:
+        builder = SparkSession.builder.master(master or DEFAULT_MASTER).appName(app_name)
+        conf = {**QUIET_CONF, **(conf or {})}
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    if not is_connect(spark):
+        spark.sparkContext.setLogLevel("ERROR")
     register_sources(spark)
     return spark
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no ``sparkContext``, no JVM here)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """``sparkContext.defaultParallelism`` of a classic session; for a Connect session (which
+    has no ``sparkContext``) ``spark.default.parallelism`` when set, else the number of
+    partitions ``spark.range`` gets by default, which is that same value on the server
+    (``leafNodeDefaultParallelism`` falls back to it): one small job."""
+    if not is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    configured = spark.conf.get("spark.default.parallelism", None)
+    if configured:
+        return int(configured)
+    from pyspark.sql import functions as F
+
+    return spark.range(1 << 16).select(F.spark_partition_id()).distinct().count()
