@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from rocketmq_emu.reports.columns import ERROR_COLUMN
 from rocketmq_emu.reports.datasource_commitlog import FORMAT_NAME as COMMITLOG
 from rocketmq_emu.reports.datasource_consumequeue import FORMAT_NAME as CONSUMEQUEUE
+from rocketmq_emu.reports.session import default_parallelism
 from rocketmq_emu.reports.stores import Store, encode, from_paths
 
 #: The ``brokerName`` of the rows that total the whole cluster (present with several brokers).
@@ -61,7 +62,7 @@ class Inputs:
             self.spark.read.format(COMMITLOG)
             .option("stores", encode(self.stores))
             .option("columns", ",".join(columns))
-            .option("minPartitions", str(self.spark.sparkContext.defaultParallelism))
+            .option("minPartitions", str(default_parallelism(self.spark)))
             .load()
         )
 
@@ -80,7 +81,7 @@ class Inputs:
         return (
             self.spark.read.format(CONSUMEQUEUE)
             .option("stores", encode(self.stores))
-            .option("minPartitions", str(self.spark.sparkContext.defaultParallelism))
+            .option("minPartitions", str(default_parallelism(self.spark)))
             .load()
         )
 

@@ -20,8 +20,11 @@ def store_ms(col: str = "storeTimestamp"):
 
 
 def to_pandas(df: DataFrame) -> pd.DataFrame:
-    """Collect a (small, aggregated) result."""
-    return df.toPandas()
+    """Collect a (small, aggregated) result. A Spark Connect result carries the query's
+    metrics in ``attrs``, which Parquet output cannot encode: they are dropped."""
+    frame = df.toPandas()
+    frame.attrs.clear()
+    return frame
 
 
 def error_notes(errors: pd.DataFrame) -> list[str]:

@@ -123,7 +123,7 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
                 "offsetMsgId", "tags", F.array_join("keys", " ").alias("keys"),
                 "reconsumeTimes", "bornTimestamp", "storeTimestamp", "bodyLength",
             )
-            .orderBy("group", "storeTimestamp", BROKER)
+            .orderBy("group", "storeTimestamp", BROKER, "offsetMsgId")
         )
     both.unpersist()
     inputs.release(df)

@@ -188,12 +188,6 @@ def test_data_sources_through_spark_connect(connect_server, spark, store):
     assert got == {"connect": True, "topics": topics, "units": units, "parallelism": 2}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "report --remote fails through Spark Connect: reports/inputs.py reads "
-    "spark.sparkContext.defaultParallelism (JVM_ATTRIBUTE_NOT_SUPPORTED on a Connect session; "
-    "session.default_parallelism works for both), and a Connect toPandas() frame carries "
-    "attrs['metrics'] (PlanMetrics) that DataFrame.to_parquet cannot JSON-encode (TypeError "
-    "in reports/output.py write_report). Remove this marker once both are fixed."))
 def test_report_all_through_spark_connect_equals_local(
         local_run, connect_server, store, conf_dir, tmp_path):
     """Every CSV of ``report all --remote sc://...`` is byte for byte the local one's."""
