@@ -9,19 +9,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
+from rocketmq_emu.reports.report import Chart
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from rocketmq_emu.reports.report import Chart  # noqa: E402
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend, imported at the first chart drawn (~30 MB that
+    the Spark part of a report run does without)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def render(chart: Chart, path: str) -> None:
     """Draw ``chart`` into a PNG file at ``path``."""
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4), dpi=90)
     try:
         chart.draw(ax)
@@ -35,6 +41,8 @@ def render(chart: Chart, path: str) -> None:
 def count_axis(ax: Any, values: pd.DataFrame | pd.Series) -> None:
     """Make ``ax``'s y axis fit the counts ``values``: integer ticks, starting at 0 when nothing
     is negative, and 0..1 when every value is zero (or missing)."""
+    from matplotlib.ticker import MaxNLocator
+
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     frame = values.to_frame() if isinstance(values, pd.Series) else values
     nums = frame.apply(pd.to_numeric, errors="coerce").stack().dropna()

@@ -220,7 +220,7 @@ def plan_ranges(
     ``max_range_bytes`` (driver side). With ``max_record`` set, ranges past a file's written
     end (:func:`written_stop`) are left out. A file whose name is not an offset is one range."""
     ranges = []
-    for file_path, base, stop, broker in _file_extents(path, max_record):
+    for file_path, base, stop, broker in file_extents(path, max_record):
         if base is None:
             ranges.append(FileRange(file_path, None, 0, stop, broker))
             continue
@@ -230,7 +230,7 @@ def plan_ranges(
     return ranges
 
 
-def _file_extents(path: str | list[Store], max_record: int | None,
+def file_extents(path: str | list[Store], max_record: int | None,
                   ) -> list[tuple[str, int | None, int, str]]:
     """(file, base offset or None, bytes to plan, broker) for each non-empty commitlog file,
     store after store."""
@@ -285,7 +285,7 @@ def plan_partitions(
     sources balance the same way (``FilePartition.maxSplitBytes``: total / parallelism).
     Files whose name is not an offset cannot be split and go whole into one partition.
     """
-    extents = _file_extents(path, max_record)
+    extents = file_extents(path, max_record)
     total = sum(extent[2] for extent in extents)
     if total == 0:
         # Spark wants at least one partition; an empty one reads nothing.

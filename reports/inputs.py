@@ -2,12 +2,13 @@
 queues, and the helpers that give every table a ``brokerName`` column and cluster totals.
 
 ``report all`` builds one :class:`Inputs` for the four reports with the union of the columns
-they need (:data:`rocketmq_emu.reports.jobs.ALL_COLUMNS`): the commitlog is decoded once, kept
-(``MEMORY_AND_DISK``) and each job selects its columns from it, instead of four scans.
+they need (each job's ``COLUMNS``): the commitlog is decoded once, kept (``MEMORY_AND_DISK``)
+and each job selects its columns from it, instead of four scans.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 
 import pandas as pd
@@ -18,6 +19,7 @@ from pyspark.sql import functions as F
 from rocketmq_emu.reports.columns import ERROR_COLUMN
 from rocketmq_emu.reports.datasource_commitlog import FORMAT_NAME as COMMITLOG
 from rocketmq_emu.reports.datasource_consumequeue import FORMAT_NAME as CONSUMEQUEUE
+from rocketmq_emu.reports.jobs.common import to_pandas
 from rocketmq_emu.reports.session import default_parallelism
 from rocketmq_emu.reports.stores import Store, encode, from_paths
 
@@ -36,6 +38,8 @@ class Inputs:
         self.stores = stores
         self.columns = sorted(set(columns) | {BROKER}) if columns is not None else None
         self._commitlog: DataFrame | None = None
+        self._errors: pd.DataFrame | None = None
+        self._lock = threading.RLock()
 
     @classmethod
     def of(cls, spark: SparkSession, source: Inputs | str | list[Store]) -> Inputs:
@@ -72,9 +76,31 @@ class Inputs:
         wanted = [*dict.fromkeys([BROKER, *columns]), ERROR_COLUMN]
         if self.columns is None:
             return self._read(wanted[:-1]).persist(StorageLevel.MEMORY_AND_DISK)
-        if self._commitlog is None:
-            self._commitlog = self._read(self.columns).persist(StorageLevel.MEMORY_AND_DISK)
-        return self._commitlog.select(*wanted)
+        return self.shared().select(*wanted)
+
+    def shared(self) -> DataFrame:
+        """The shared scan (made on the first call, from any thread; kept)."""
+        with self._lock:
+            if self._commitlog is None:
+                self._commitlog = self._read(self.columns or []).persist(
+                    StorageLevel.MEMORY_AND_DISK)
+            return self._commitlog
+
+    def errors(self, bad: DataFrame) -> pd.DataFrame:
+        """The corrupt-record rows (``bad``: a job's rows with ``_error`` set) as pandas; with a
+        shared scan, those of the shared scan, collected once for every report."""
+        if self.columns is None:
+            return to_pandas(bad)
+        with self._lock:
+            if self._errors is None:
+                shared = self.shared() if self._commitlog is None else self._commitlog
+                self._errors = to_pandas(shared.where(F.col(ERROR_COLUMN).isNotNull()).select(
+                    BROKER, ERROR_COLUMN))
+            return self._errors
+
+    def materialize(self) -> int:
+        """Decode the shared scan now (before reports run side by side); its row count."""
+        return self.shared().count()
 
     def consume_queues(self) -> DataFrame:
         """The consume-queue units of every store (with ``brokerName``)."""

@@ -13,6 +13,8 @@ import sys
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
+#: A small store's master (:data:`QUICK_CONF`): one core's worth of tasks and Python workers.
+QUICK_MASTER = "local[*]"
 
 QUIET_CONF = {
     "spark.ui.enabled": "false",
@@ -20,6 +22,25 @@ QUIET_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.session.timeZone": "UTC",
 }
+
+#: JVM options for short runs: the C1 compiler only (C2 spends more compiling Spark's code than
+#: a short run gains from it) and the serial collector (fewer threads and less heap overhead).
+SHORT_RUN_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmn48m -XX:ReservedCodeCacheSize=48m"
+#: For a small store (the CLI's choice, :data:`QUICK_MAX_BYTES`): a report is a few dozen tiny
+#: jobs whose cost is planning, code generation and JIT warm-up, not rows. Measured with
+#: bench/report_latency.py (report all, 1,000 messages, 2 cores): see the README.
+QUICK_CONF = {
+    "spark.driver.extraJavaOptions": SHORT_RUN_JVM,
+    "spark.executor.extraJavaOptions": SHORT_RUN_JVM,
+    # Whole-stage code generation compiles Java for every query plan (Janino) on a cold JVM.
+    "spark.sql.codegen.wholeStage": "false",
+    # AQE re-plans each tiny shuffle between its stages.
+    "spark.sql.adaptive.enabled": "false",
+    "spark.driver.memory": "512m",
+    "spark.python.worker.reuse": "false",
+}
+#: Stores whose commitlogs hold less than this many written bytes get :data:`QUICK_CONF`.
+QUICK_MAX_BYTES = 256 * 1024 * 1024
 
 
 def configure_environment() -> None:
@@ -40,7 +61,7 @@ def register_sources(spark: SparkSession) -> None:
 
 def get_session(
     master: str | None = None, app_name: str = "rocketmq-emu-reports", conf: dict | None = None,
-    remote: str | None = None,
+    remote: str | None = None, quick: bool = False,
 ) -> SparkSession:
     """A SparkSession (local mode unless ``master`` is given) with both data sources
     registered. ``--master spark://...`` needs the store on a path every executor can read.
@@ -49,7 +70,10 @@ def get_session(
     sources are registered in this client's session and run in the server's Python workers,
     so the server's ``PYSPARK_PYTHON`` must be an interpreter with rocketmq-emu installed,
     and the store a path the server (and its executors) can read. A Connect session has no
-    ``sparkContext``: use :func:`default_parallelism`."""
+    ``sparkContext``: use :func:`default_parallelism`.
+
+    ``quick`` adds :data:`QUICK_CONF` (a small store); ``conf`` wins over both. The JVM
+    options only reach a JVM this call starts (a driver; executors of a cluster)."""
     if master and remote:
         raise ValueError("give master or remote, not both")
     configure_environment()
@@ -60,8 +84,9 @@ def get_session(
         conf = {**{k: v for k, v in QUIET_CONF.items() if k.startswith("spark.sql.")},
                 **(conf or {})}
     else:
-        builder = SparkSession.builder.master(master or DEFAULT_MASTER).appName(app_name)
-        conf = {**QUIET_CONF, **(conf or {})}
+        default = QUICK_MASTER if quick else DEFAULT_MASTER
+        builder = SparkSession.builder.master(master or default).appName(app_name)
+        conf = {**QUIET_CONF, **(QUICK_CONF if quick else {}), **(conf or {})}
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

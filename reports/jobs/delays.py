@@ -62,7 +62,7 @@ def run(
     with progress.stage("scan commitlog (scheduled copies and re-puts)"):
         df = inputs.commitlog(COLUMNS)
         good, bad = split_errors(df)
-        errors = to_pandas(bad)
+        errors = inputs.errors(bad)
     is_level = F.col("topic") == RMQ_SYS_SCHEDULE_TOPIC
     scheduled = good.where(F.col("topic").isin(RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC)).select(
         BROKER, "physicalOffset", "uniqKey", "realTopic", "realQueueId", "reconsumeTimes",

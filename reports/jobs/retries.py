@@ -61,7 +61,7 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
             | pop.is_revive()
         ).persist(StorageLevel.MEMORY_AND_DISK)
         good, bad = split_errors(both)
-        errors = to_pandas(bad)
+        errors = inputs.errors(bad)
     with progress.stage("POP groups and retry topics"):
         revive = pop.is_revive()
         names_seen = to_pandas(

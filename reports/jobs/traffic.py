@@ -47,7 +47,7 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
     with progress.stage("scan commitlog (topic, time, sizes, born host)"):
         df = inputs.commitlog(COLUMNS)
         good, bad = split_errors(df)
-        errors = to_pandas(bad)
+        errors = inputs.errors(bad)
         user = good.where(~pop.is_revive())
     with progress.stage("messages and bytes per topic"):
         per_topic = to_pandas(
