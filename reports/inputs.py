@@ -39,7 +39,8 @@ class Inputs:
         self.columns = sorted(set(columns) | {BROKER}) if columns is not None else None
         self._commitlog: DataFrame | None = None
         self._errors: pd.DataFrame | None = None
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
+        self._errors_lock = threading.Lock()
 
     @classmethod
     def of(cls, spark: SparkSession, source: Inputs | str | list[Store]) -> Inputs:
@@ -91,11 +92,10 @@ class Inputs:
         shared scan, those of the shared scan, collected once for every report."""
         if self.columns is None:
             return to_pandas(bad)
-        with self._lock:
+        with self._errors_lock:  # not the scan's lock: the other reports go on meanwhile
             if self._errors is None:
-                shared = self.shared() if self._commitlog is None else self._commitlog
-                self._errors = to_pandas(shared.where(F.col(ERROR_COLUMN).isNotNull()).select(
-                    BROKER, ERROR_COLUMN))
+                self._errors = to_pandas(self.shared().where(
+                    F.col(ERROR_COLUMN).isNotNull()).select(BROKER, ERROR_COLUMN))
             return self._errors
 
     def materialize(self) -> int:

@@ -289,3 +289,20 @@ def test_4x_retry_topic_is_not_a_pop_one():
 
     topics = PopRetryTopics().add_pairs([("%RETRY%G1", "G1"), ("TopicA", "G1")])
     assert topics.owner("%RETRY%G1") is None
+
+
+def test_report_all_names_a_corrupt_record_in_each_scanning_report(spark, store, tmp_path):
+    """One destroyed record in the shared scan: traffic, delays and retries each note it, with
+    file and offset, from the one collection of corrupt rows."""
+    from test_commitlog_source import _corrupt_copy
+
+    from rocketmq_emu.reports.cli import run_argv
+
+    root, offset = _corrupt_copy(store, tmp_path, 5)
+    out = tmp_path / "out"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert run_argv(["all", "--store", root, "--out", str(out)]) == 0
+    name = f"{offset - offset % 2048:020d}"
+    for report in ("traffic", "delays", "retries"):
+        page = (out / report / "index.html").read_text(encoding="utf-8")
+        assert "1 corrupt record(s) skipped" in page and name in page, report
