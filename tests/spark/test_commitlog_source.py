@@ -351,3 +351,23 @@ def test_check_crc_option_reports_a_damaged_body(store, tmp_path):
         assert len(errors) == expected
         assert table.num_rows == len(store.records) + expected - (1 if expected else 0)
     assert "BODYCRC" in errors[0] and name in errors[0]
+
+
+def test_several_stores_load_as_one_table_with_broker_names(spark, store, tmp_path):
+    """load([a, b]) reads both stores into one table, brokerName telling them apart, with the
+    byte ranges cut across both (a partition may end in one store and go on in the next)."""
+    from rocketmq_emu.reports.datasource_commitlog import plan_partitions
+    from rocketmq_emu.reports.stores import from_paths
+
+    roots = [str(tmp_path / name) for name in ("broker-x", "broker-y")]
+    for root in roots:
+        shutil.copytree(store.root, root)
+        shutil.rmtree(os.path.join(root, "config"), ignore_errors=True)  # named by directory
+    rows = _load(spark, roots, columns="physicalOffset,brokerName", minPartitions=3).collect()
+    by_broker = {name: sorted(r.physicalOffset for r in rows if r.brokerName == name)
+                 for name in ("broker-x", "broker-y")}
+    want = [r.physical_offset for r in store.records]
+    assert by_broker == {"broker-x": want, "broker-y": want} and len(rows) == 2 * len(want)
+    parts = plan_partitions(from_paths(roots), 10**9, min_partitions=3)
+    spanning = [p for p in parts if len({r.broker for r in p.ranges}) == 2]
+    assert len(parts) == 3 and spanning
