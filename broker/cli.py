@@ -212,6 +212,18 @@ def _serve(starter, roles: list[PortRole] | None = None, store_root: str | None 
 # --- subcommands ------------------------------------------------------------------------------
 
 
+def _writable_file(path: str, option: str) -> str:
+    """``path`` made absolute, checked creatable before anything starts (one line if not)."""
+    full = os.path.abspath(os.path.expanduser(path))
+    directory = os.path.dirname(full)
+    if not os.path.isdir(directory):
+        raise CliError(f"{option} {path}: directory {directory} does not exist")
+    if os.path.isdir(full) or not os.access(directory, os.W_OK) \
+            or (os.path.exists(full) and not os.access(full, os.W_OK)):
+        raise CliError(f"{option} {path}: cannot write that file")
+    return full
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     """Name server + broker in one process, built by :mod:`rocketmq_emu.broker.cluster` (the
     wiring the test harness uses too); ``--control-port`` adds a controllable clock, fault hooks
@@ -242,6 +254,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     from rocketmq_emu.broker.cluster import Cluster, up_spec
 
     spec = up_spec(cfg, args.host, args.namesrv_port, grpc_port=args.grpc_port)
+    if args.record:
+        spec.record = _writable_file(args.record, "--record")
 
     @defer.inlineCallbacks
     def starter(reactor, services):
@@ -375,6 +389,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.add_argument("--control-token", default=None, metavar="TOKEN",
                     help="require 'Authorization: Bearer TOKEN' on every control API request "
                          "(on loopback too); letters, digits and -._~+/")
+    up.add_argument("--record", metavar="FILE", default=None,
+                    help="write every byte the name server and broker ports read and write to "
+                         "FILE as it goes (format: broker/recording/format.py)")
     up.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                     help="show the traceback of a startup failure")
     up.set_defaults(func=cmd_up)

@@ -76,6 +76,8 @@ class ClusterSpec:
     namesrv_kv_config: str | None = None
     store_dir: str | None = None
     grpc_port: int | None = None
+    #: Record every remoting byte of the name server and broker ports to this file.
+    record: str | None = None
 
 
 def broker_spec(cfg: BrokerConfig, host: str, grpc_port: int | None = None) -> ClusterSpec:
@@ -149,6 +151,8 @@ class Cluster:
         self.namesrv: NameServer | None = None
         self._namesrv_port = spec.namesrv_port
         self.grpc: GrpcEndpoint | None = None
+        #: The recording of ``spec.record`` while the cluster runs.
+        self.recorder: Any = None
         self._running: dict[str, BrokerController] | None = None
 
     # --- addresses and parts --------------------------------------------------------------------
@@ -216,10 +220,15 @@ class Cluster:
         from rocketmq_emu.namesrv.server import NameServer
 
         try:
+            if self.spec.record and self.recorder is None:
+                from rocketmq_emu.broker.recording.recorder import Recorder
+
+                self.recorder = Recorder(self.spec.record)
             if self._namesrv_port is not None:
                 self.namesrv = NameServer(self.reactor, self._namesrv_port, self.host,
                                           kv_config_path=self.spec.namesrv_kv_config,
                                           tls=self._tls())
+                self.namesrv.recorder = self.recorder
                 await self.namesrv.start()
                 self._namesrv_port = self.namesrv.port
                 for hooks in self.hooks:
@@ -273,6 +282,9 @@ class Cluster:
                 await defer.maybeDeferred(namesrv.stop)
             except Exception as e:
                 failures.append(e)
+        recorder, self.recorder = self.recorder, None
+        if recorder is not None:
+            recorder.close()
         if failures:
             raise failures[0]
 
@@ -285,8 +297,10 @@ class Cluster:
         if self.namesrv_addr is not None:
             cfg.namesrv_addr = self.namesrv_addr
         slot.config = cfg
-        return BrokerController(cfg, reactor=self.reactor, host=self.host,
-                                business_clock=self.business_clock)
+        broker = BrokerController(cfg, reactor=self.reactor, host=self.host,
+                                  business_clock=self.business_clock)
+        broker.recorder = self.recorder
+        return broker
 
     async def _start_broker(self, slot: BrokerSlot) -> None:
         if slot.controller is not None:

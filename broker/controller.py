@@ -170,6 +170,8 @@ class BrokerController:
         # services register theirs, for their own topics, when they start.
         self.store.add_arrival_listener(self._on_arrival, topics=self.hold_service.topics)
         self._ports: list[Any] = []
+        #: A :class:`~rocketmq_emu.broker.recording.recorder.Recorder` (set by the cluster).
+        self.recorder: Any = None
         self._tls_switches: list[Any] = []
         self._vip_port: int | None = None
         self._loops: list[LoopingCall] = []
@@ -286,8 +288,9 @@ class BrokerController:
             return
         cfg = self.config
         chosen = cfg.listen_port != 0
-        port = self.reactor.listenTCP(cfg.listen_port, self._listen_factory(self.factory),
-                                      interface=self.host)
+        port = self.reactor.listenTCP(
+            cfg.listen_port, self._listen_factory(self.factory, lambda: cfg.listen_port),
+            interface=self.host)
         self._ports.append(port)
         actual = port.getHost().port
         if actual != cfg.listen_port:
@@ -297,8 +300,9 @@ class BrokerController:
         self._vip_port = None
         if self.enable_vip_channel and actual - 2 > 0:
             try:
-                vip = self.reactor.listenTCP(actual - 2, self._listen_factory(self.vip_factory),
-                                             interface=self.host)
+                vip = self.reactor.listenTCP(
+                    actual - 2, self._listen_factory(self.vip_factory, lambda: actual - 2),
+                    interface=self.host)
             except Exception as exc:  # CannotListenError
                 if chosen:
                     # Java's BrokerController.start fails when fastRemotingServer cannot bind.
@@ -324,9 +328,12 @@ class BrokerController:
 
         return InsecureClientCreator()
 
-    def _listen_factory(self, factory: Any) -> Any:
-        """``factory``, or the TLS switch around it when ``tls.*`` keys are set (Java
-        ``NettyRemotingServer``'s ``HandshakeHandler``); the switch is kept for the stop."""
+    def _listen_factory(self, factory: Any, port: Any) -> Any:
+        """``factory``, recorded when the cluster records (``rmq-emu up --record``), inside the
+        TLS switch when ``tls.*`` keys are set (Java ``NettyRemotingServer``'s
+        ``HandshakeHandler``); the switch is kept for the stop."""
+        if self.recorder is not None:
+            factory = self.recorder.wrap(factory, port)
         if self.config.tls is None:
             return factory
         from rocketmq_emu.broker.tls.sniff import listen_factory

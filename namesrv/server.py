@@ -75,6 +75,8 @@ class NameServer:
         self.tls = tls
         self._tls_switch: Any = None
         self._listening: Any = None
+        #: A :class:`~rocketmq_emu.broker.recording.recorder.Recorder` (``rmq-emu up --record``).
+        self.recorder: Any = None
 
     @property
     def addr(self) -> str:
@@ -95,10 +97,12 @@ class NameServer:
             return self
 
         factory: Any = self.factory
+        if self.recorder is not None:
+            factory = self.recorder.wrap(factory, lambda: self.port)
         if self.tls is not None:
             from rocketmq_emu.broker.tls.sniff import listen_factory
 
-            factory = self._tls_switch = listen_factory(self.factory, self.tls, self.reactor,
+            factory = self._tls_switch = listen_factory(factory, self.tls, self.reactor,
                                                         "name server")
         # reactor.listenTCP (IPv4 or IPv6 by the interface) rather than an endpoint: importing
         # twisted.internet.endpoints imports OpenSSL whenever pyOpenSSL is installed.

@@ -287,3 +287,13 @@ def test_bad_namesrv_conf_exits_with_a_message(tmp_path):
                           str(conf)], cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert out.returncode == 2
     assert "namesrv.conf:1 tls.server.mode" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_record_to_an_unwritable_place_is_one_line(tmp_path):
+    """--record into a directory that does not exist: exit 2 naming the option, no traceback."""
+    out = subprocess.run([sys.executable, "-m", "rocketmq_emu.broker.cli", "up", "--record",
+                          str(tmp_path / "nope" / "r.bin"), "--store", str(tmp_path / "s")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2
+    assert "--record" in out.stderr and "does not exist" in out.stderr
+    assert "Traceback" not in out.stderr
