@@ -40,6 +40,7 @@ SUBCOMMAND_MODULES: list[tuple[str, str, str]] = [
     ("report", "rocketmq_emu.reports.cli",
      "Spark batch reports read from the store files (needs the [reports] extra)"),
     ("admin", "rocketmq_emu.client.admin_cli", "mqadmin-style administration commands"),
+    ("recording", "rocketmq_emu.broker.recording.cli", "list the frames of an `up --record` file"),
 ]
 
 #: Where ``up`` keeps its data when neither ``--store`` nor ``storePathRootDir`` says:

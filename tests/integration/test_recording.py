@@ -1,9 +1,11 @@
 """``rmq-emu up --record FILE`` (ClusterSpec.record): every byte the name server and broker
 ports read and write is in the file as it happens, requests and responses of both ports, TLS
-connections as the remoting frames inside the TLS."""
+connections as the remoting frames inside the TLS; ``rmq-emu recording FILE`` lists them."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import Counter
 
 import pytest_twisted
@@ -55,4 +57,18 @@ def test_both_ports_both_directions_plain_and_tls(tmp_path):
     assert answers >= 5
     # The stop's unregistration is in the file too, after the cluster is gone.
     assert recorded(path)[(ns, CLIENT_TO_SERVER, RequestCode.UNREGISTER_BROKER)] == 1
+    listed = list_recording(path)
+    assert listed.returncode == 0 and f"port {ns} -> code {RequestCode.REGISTER_BROKER}" \
+        in listed.stdout
+    torn = tmp_path / "torn.bin"
+    torn.write_bytes(path.read_bytes()[:-3])
+    listed = list_recording(torn)
+    assert listed.returncode == 1 and "at byte" in listed.stderr
+    assert "Traceback" not in listed.stderr
+
+
+def list_recording(path) -> subprocess.CompletedProcess:
+    """``rmq-emu recording FILE``."""
+    return subprocess.run([sys.executable, "-m", "rocketmq_emu.broker.cli", "recording",
+                           str(path)], capture_output=True, text=True, timeout=60)
 
