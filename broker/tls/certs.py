@@ -3,6 +3,7 @@ when ``tls.test.mode.enable`` is true).
 
 Made on first use with an EC P-256 key (a few milliseconds, against a second or more for RSA)
 and kept for the life of the process, so every port of every server in it presents the same one.
+:func:`make_self_signed` makes others (the tests' configured certificates).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ COMMON_NAME = "localhost"
 
 @dataclass(frozen=True)
 class SelfSigned:
-    """A certificate and its unencrypted private key, both PEM."""
+    """A certificate and its private key, both PEM (the key unencrypted unless made with a
+    password by :func:`make_self_signed`)."""
 
     cert_pem: bytes
     key_pem: bytes
@@ -27,6 +29,16 @@ class SelfSigned:
 def self_signed() -> SelfSigned:
     """The process's test-mode certificate (made once): ``localhost``, with subject alternative
     names ``localhost`` and ``127.0.0.1``/``::1``, valid from a day ago for a year."""
+    return make_self_signed(COMMON_NAME, dns_names=(COMMON_NAME,),
+                            ip_addresses=("127.0.0.1", "::1"), valid_days=365, ca=True)
+
+
+def make_self_signed(common_name: str, *, dns_names: tuple[str, ...] = (),
+                     ip_addresses: tuple[str, ...] = (), valid_days: int = 1,
+                     ca: bool = False, key_password: bytes | None = None) -> SelfSigned:
+    """A new self-signed EC P-256 certificate for ``common_name`` with those subject alternative
+    names, valid from a day ago for ``valid_days``; its private key PEM encrypted with
+    ``key_password`` if given (PKCS#8)."""
     import ipaddress
 
     from cryptography import x509
@@ -35,27 +47,29 @@ def self_signed() -> SelfSigned:
     from cryptography.x509.oid import NameOID
 
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, COMMON_NAME)])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     now = datetime.datetime.now(datetime.UTC)
-    san = x509.SubjectAlternativeName([
-        x509.DNSName(COMMON_NAME),
-        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-        x509.IPAddress(ipaddress.ip_address("::1")),
-    ])
-    cert = (
+    san = x509.SubjectAlternativeName(
+        [x509.DNSName(n) for n in dns_names]
+        + [x509.IPAddress(ipaddress.ip_address(a)) for a in ip_addresses])
+    builder = (
         x509.CertificateBuilder()
         .subject_name(name)
         .issuer_name(name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=365))
+        .not_valid_after(now + datetime.timedelta(days=valid_days))
         .add_extension(san, critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
     )
+    if ca:
+        builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=None),
+                                        critical=True)
+    cert = builder.sign(key, hashes.SHA256())
+    encryption = serialization.BestAvailableEncryption(key_password) if key_password \
+        else serialization.NoEncryption()
     return SelfSigned(
         cert.public_bytes(serialization.Encoding.PEM),
         key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                          serialization.NoEncryption()),
+                          encryption),
     )

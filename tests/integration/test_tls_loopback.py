@@ -6,7 +6,6 @@ Blocking clients run in threads; the reactor serves them.
 
 from __future__ import annotations
 
-import datetime
 import json
 import socket
 import ssl
@@ -251,30 +250,13 @@ def test_stalled_handshake_does_not_block_others_and_is_closed(tmp_path, monkeyp
 
 
 def make_cert(tmp_path):
-    """A self-signed certificate for 127.0.0.1 and its key, written as PEM files."""
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tls-test")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .sign(key, hashes.SHA256()))
-    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
-    (tmp_path / "server.crt").write_bytes(cert_pem)
-    (tmp_path / "server.key").write_bytes(key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.BestAvailableEncryption(b"secret")))
-    return cert_pem
+    """A self-signed certificate for 127.0.0.1 and its key (encrypted with "secret"), written
+    as PEM files; the certificate's PEM."""
+    made = certs.make_self_signed("tls-test", ip_addresses=("127.0.0.1",),
+                                  key_password=b"secret")
+    (tmp_path / "server.crt").write_bytes(made.cert_pem)
+    (tmp_path / "server.key").write_bytes(made.key_pem)
+    return made.cert_pem
 
 
 @pytest_twisted.inlineCallbacks

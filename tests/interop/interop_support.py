@@ -19,6 +19,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -392,16 +393,19 @@ def unique(prefix: str) -> str:
 
 
 def rpc(addr: str, code: int, ext: dict | None = None, body: bytes = b"",
-        timeout: float = 5) -> Any:
-    """One blocking request/response to ``addr`` over a fresh connection."""
+        timeout: float = 5, context: ssl.SSLContext | None = None) -> Any:
+    """One blocking request/response to ``addr`` over a fresh connection (TLS with
+    ``context``, checking the server's certificate for ``addr``'s host)."""
     from rocketmq_emu.broker.remoting.command import RemotingCommand
 
     host, port = addr.rsplit(":", 1)
     frame = RemotingCommand.request(code, ext or {}, body).encode()
-    with socket.create_connection((host, int(port)), timeout=timeout) as s:
-        s.sendall(frame)
-        (length,) = struct.unpack(">i", _recv_exact(s, 4))
-        return RemotingCommand.decode_frame(_recv_exact(s, length))
+    with socket.create_connection((host, int(port)), timeout=timeout) as raw:
+        s = raw if context is None else context.wrap_socket(raw, server_hostname=host)
+        with s:
+            s.sendall(frame)
+            (length,) = struct.unpack(">i", _recv_exact(s, 4))
+            return RemotingCommand.decode_frame(_recv_exact(s, length))
 
 
 def _recv_exact(s: socket.socket, n: int) -> bytes:
@@ -414,36 +418,49 @@ def _recv_exact(s: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
-def create_topic(emu: Emulator, topic: str, queues: int = 4, timeout: float = 10) -> None:
-    """UPDATE_AND_CREATE_TOPIC on the broker (``mqadmin updateTopic``), then wait for the route.
+def plain_acl_yml(access_key: str, secret_key: str, topic: str, read_only: str) -> str:
+    """A plain_acl.yml with one admin account: PUB|SUB on ``topic``, SUB only on
+    ``read_only``, no other topic, SUB on every group."""
+    return (f"accounts:\n  - accessKey: {access_key}\n    secretKey: '{secret_key}'\n"
+            "    admin: true\n    defaultTopicPerm: DENY\n    defaultGroupPerm: SUB\n"
+            f"    topicPerms:\n      - {topic}=PUB|SUB\n      - {read_only}=SUB\n")
+
+
+def topic_header(topic: str, queues: int = 4) -> dict[str, str]:
+    """UPDATE_AND_CREATE_TOPIC's extFields as ``mqadmin updateTopic`` sends them."""
+    return {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues),
+            "writeQueueNums": str(queues), "perm": "6", "topicFilterType": "SINGLE_TAG",
+            "topicSysFlag": "0", "order": "false"}
+
+
+def create_topic(emu: Emulator, topic: str, queues: int = 4, timeout: float = 10,
+                 credentials: tuple[str, str] | None = None,
+                 context: ssl.SSLContext | None = None) -> None:
+    """UPDATE_AND_CREATE_TOPIC on the broker (``mqadmin updateTopic``), then wait for the route;
+    signed with ``credentials`` (access key, secret key) when given, over TLS with ``context``.
 
     Needed for clients that, like ali-ons, refuse to send to a topic the name server does not
     know (they never fall back to TBW102 auto-creation).
     """
+    from rocketmq_emu.broker.acl.signer import sign_request
     from rocketmq_emu.broker.remoting.codes import RequestCode
 
-    resp = rpc(emu.broker, RequestCode.UPDATE_AND_CREATE_TOPIC, {
-        "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues),
-        "writeQueueNums": str(queues), "perm": "6", "topicFilterType": "SINGLE_TAG",
-        "topicSysFlag": "0", "order": "false"})
+    ext = topic_header(topic, queues)
+    if credentials is not None:
+        sign_request(ext, b"", *credentials)
+    resp = rpc(emu.broker, RequestCode.UPDATE_AND_CREATE_TOPIC, ext, context=context)
     assert resp.code == 0, f"UPDATE_AND_CREATE_TOPIC {topic}: {resp.code} {resp.remark}"
-    deadline = time.monotonic() + timeout
-    while True:
-        resp = rpc(emu.namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-        if resp.code == 0:
-            return
-        if time.monotonic() > deadline:
-            pytest.fail(f"name server has no route for {topic} {timeout}s after creating it\n"
-                        + emu.log_tail())
-        time.sleep(0.1)
+    wait_route(emu, topic, timeout, context)
 
 
-def wait_route(emu: Emulator, topic: str, timeout: float = 10) -> None:
+def wait_route(emu: Emulator, topic: str, timeout: float = 10,
+               context: ssl.SSLContext | None = None) -> None:
     """Wait until the name server has a route for ``topic`` (broker registration is async)."""
     from rocketmq_emu.broker.remoting.codes import RequestCode
 
     deadline = time.monotonic() + timeout
-    while rpc(emu.namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}).code != 0:
+    while rpc(emu.namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic},
+              context=context).code != 0:
         if time.monotonic() > deadline:
             pytest.fail(f"name server has no route for {topic} after {timeout}s\n"
                         + emu.log_tail())

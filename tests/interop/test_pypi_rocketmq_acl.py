@@ -9,9 +9,12 @@ import pytest
 from interop_support import (
     TEST_COMMITLOG_SIZE,
     ClientLauncher,
+    create_topic,
+    plain_acl_yml,
     rpc,
     start_emulator,
     stop_emulator,
+    topic_header,
     unique,
     wait_route,
 )
@@ -19,33 +22,19 @@ from interop_support import (
 AK, SK = "RocketMQ", "12345678"
 TOPIC = unique("PyAcl")
 READ_ONLY = unique("PyAclRo")
-PLAIN_ACL = f"""\
-accounts:
-  - accessKey: {AK}
-    secretKey: {SK}
-    admin: true
-    defaultTopicPerm: DENY
-    defaultGroupPerm: SUB
-    topicPerms:
-      - {TOPIC}=PUB|SUB
-      - {READ_ONLY}=SUB
-"""
+PLAIN_ACL = plain_acl_yml(AK, SK, TOPIC, READ_ONLY)
 
 
 def _create_topic(emu, topic: str) -> None:
-    """UPDATE_AND_CREATE_TOPIC signed with the account (admin: true), then wait for the route."""
+    """UPDATE_AND_CREATE_TOPIC with a wrong secret is refused; signed with the account
+    (admin: true) it creates the topic, then the route is waited for."""
     from rocketmq_emu.broker.acl.signer import sign_request
     from rocketmq_emu.broker.remoting.codes import RequestCode
 
-    ext = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": "4",
-           "writeQueueNums": "4", "perm": "6", "topicFilterType": "SINGLE_TAG",
-           "topicSysFlag": "0", "order": "false"}
-    resp = rpc(emu.broker, RequestCode.UPDATE_AND_CREATE_TOPIC, sign_request(ext, b"", AK, SK))
-    assert resp.code == 0, resp.remark
     refused = rpc(emu.broker, RequestCode.UPDATE_AND_CREATE_TOPIC,
-                  sign_request(dict(ext), b"", AK, "wrong-secret"))
+                  sign_request(topic_header(topic), b"", AK, "wrong-secret"))
     assert refused.code == 1 and "AclException" in refused.remark
-    wait_route(emu, topic)
+    create_topic(emu, topic, credentials=(AK, SK))
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,7 @@ configuration for the module; each client runs in a subprocess (clients/sdk5_py_
 
 from __future__ import annotations
 
-import datetime
-import socket
 import ssl
-import struct
 from pathlib import Path
 
 import pytest
@@ -21,29 +18,20 @@ from interop_support import (
     TEST_COMMITLOG_SIZE,
     ClientLauncher,
     Emulator,
-    rpc,
+    create_topic,
+    plain_acl_yml,
     start_emulator,
     stop_emulator,
     unique,
-    wait_route,
 )
 
+from rocketmq_emu.broker.tls.certs import make_self_signed
 from rocketmq_emu.client.testing_tools import free_port
 
 AK, SK = "RocketMQ", "12345678"
 TOPIC = unique("S5Acl")
 READ_ONLY = unique("S5AclRo")
-PLAIN_ACL = f"""\
-accounts:
-  - accessKey: {AK}
-    secretKey: '{SK}'
-    admin: true
-    defaultTopicPerm: DENY
-    defaultGroupPerm: SUB
-    topicPerms:
-      - {TOPIC}=PUB|SUB
-      - {READ_ONLY}=SUB
-"""
+PLAIN_ACL = plain_acl_yml(AK, SK, TOPIC, READ_ONLY)
 RIGHT = {"access_key": AK, "secret_key": SK}
 
 
@@ -76,19 +64,6 @@ def _route_refused(cp, launcher: ClientLauncher, status: str, event: str = "send
 # --- ACL
 
 
-def _create_signed_topic(emu: Emulator, topic: str) -> None:
-    """UPDATE_AND_CREATE_TOPIC signed with the admin account, then wait for the route."""
-    from rocketmq_emu.broker.acl.signer import sign_request
-    from rocketmq_emu.broker.remoting.codes import RequestCode
-
-    ext = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": "4",
-           "writeQueueNums": "4", "perm": "6", "topicFilterType": "SINGLE_TAG",
-           "topicSysFlag": "0", "order": "false"}
-    resp = rpc(emu.broker, RequestCode.UPDATE_AND_CREATE_TOPIC, sign_request(ext, b"", AK, SK))
-    assert resp.code == 0, resp.remark
-    wait_route(emu, topic)
-
-
 @pytest.fixture(scope="module")
 def acl_emulator(tmp_path_factory) -> Emulator:
     """``rmq-emu up --grpc-port`` with aclEnable=true and plain_acl.yml under rocketmqHome."""
@@ -101,7 +76,7 @@ def acl_emulator(tmp_path_factory) -> Emulator:
                     f"aclEnable=true\nrocketmqHome={home}\n")
     emu = start_emulator(tmp, ["-c", str(conf)], grpc_port=free_port())
     for topic in (TOPIC, READ_ONLY):
-        _create_signed_topic(emu, topic)
+        create_topic(emu, topic, credentials=(AK, SK))
     yield emu
     stop_emulator(emu)
 
@@ -169,68 +144,10 @@ def test_topic_without_pub_permission_is_refused(acl_sdk):
 
 def make_cert(tmp: Path) -> Path:
     """A self-signed certificate for IP 127.0.0.1 (server.crt) and its key (server.key)."""
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sdk5-tls-test")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .sign(key, hashes.SHA256()))
-    (tmp / "server.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (tmp / "server.key").write_bytes(key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption()))
+    made = make_self_signed("sdk5-tls-test", ip_addresses=("127.0.0.1",))
+    (tmp / "server.crt").write_bytes(made.cert_pem)
+    (tmp / "server.key").write_bytes(made.key_pem)
     return tmp / "server.crt"
-
-
-def tls_rpc(addr: str, cafile: Path, code: int, ext: dict) -> object:
-    """:func:`interop_support.rpc` over TLS, trusting ``cafile`` (an enforcing port)."""
-    from rocketmq_emu.broker.remoting.command import RemotingCommand
-
-    host, port = addr.rsplit(":", 1)
-    ctx = ssl.create_default_context(cafile=str(cafile))
-    with socket.create_connection((host, int(port)), timeout=5) as raw, \
-            ctx.wrap_socket(raw, server_hostname=host) as s:
-        s.sendall(RemotingCommand.request(code, ext).encode())
-        (length,) = struct.unpack(">i", _recv_exact(s, 4))
-        return RemotingCommand.decode_frame(_recv_exact(s, length))
-
-
-def _recv_exact(s, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("connection closed")
-        buf += chunk
-    return bytes(buf)
-
-
-def _create_tls_topic(emu: Emulator, cert: Path, topic: str, timeout: float = 10) -> None:
-    """UPDATE_AND_CREATE_TOPIC over TLS, then wait (over TLS) for the name server's route."""
-    import time
-
-    from rocketmq_emu.broker.remoting.codes import RequestCode
-
-    resp = tls_rpc(emu.broker, cert, RequestCode.UPDATE_AND_CREATE_TOPIC, {
-        "topic": topic, "defaultTopic": "TBW102", "readQueueNums": "4", "writeQueueNums": "4",
-        "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"})
-    assert resp.code == 0, resp.remark
-    deadline = time.monotonic() + timeout
-    while tls_rpc(emu.namesrv, cert, RequestCode.GET_ROUTEINFO_BY_TOPIC,
-                  {"topic": topic}).code != 0:
-        assert time.monotonic() < deadline, f"no route for {topic}\n{emu.log_tail()}"
-        time.sleep(0.1)
 
 
 TLS_TOPIC = unique("S5Tls")
@@ -246,7 +163,7 @@ def _tls_emulator(tmp_path_factory, mode: str) -> tuple[Emulator, Path]:
                     f"tls.server.mode={mode}\ntls.test.mode.enable=false\n"
                     f"tls.server.certPath={cert}\ntls.server.keyPath={tmp / 'server.key'}\n")
     emu = start_emulator(tmp, ["-c", str(conf)], grpc_port=free_port())
-    _create_tls_topic(emu, cert, TLS_TOPIC)
+    create_topic(emu, TLS_TOPIC, context=ssl.create_default_context(cafile=str(cert)))
     return emu, cert
 
 
