@@ -41,6 +41,8 @@ SUBCOMMAND_MODULES: list[tuple[str, str, str]] = [
      "Spark batch reports read from the store files (needs the [reports] extra)"),
     ("admin", "rocketmq_emu.client.admin_cli", "mqadmin-style administration commands"),
     ("recording", "rocketmq_emu.broker.recording.cli", "list the frames of an `up --record` file"),
+    ("replay", "rocketmq_emu.broker.recording.cli_replay",
+     "replay a recording's client requests and compare the answers"),
 ]
 
 #: Where ``up`` keeps its data when neither ``--store`` nor ``storePathRootDir`` says:
