@@ -227,6 +227,18 @@ def _writable_file(path: str, option: str) -> str:
     return full
 
 
+def _writable_dir(path: str, option: str) -> str:
+    """``path`` made absolute: a writable directory, or one that can be created in one
+    (checked before anything starts; one line if not)."""
+    full = os.path.abspath(os.path.expanduser(path))
+    existing = full
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing) or not os.access(existing, os.W_OK):
+        raise CliError(f"{option} {path}: cannot write in {existing}")
+    return full
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     """Name server + broker in one process, built by :mod:`rocketmq_emu.broker.cluster` (the
     wiring the test harness uses too); ``--control-port`` adds a controllable clock, fault hooks
@@ -259,6 +271,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     spec = up_spec(cfg, args.host, args.namesrv_port, grpc_port=args.grpc_port)
     if args.record:
         spec.record = _writable_file(args.record, "--record")
+    if args.conformance_report:
+        spec.conformance_report = _writable_dir(args.conformance_report, "--conformance-report")
 
     @defer.inlineCallbacks
     def starter(reactor, services):
@@ -395,6 +409,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.add_argument("--record", metavar="FILE", default=None,
                     help="write every byte the name server and broker ports read and write to "
                          "FILE as it goes (format: broker/recording/format.py)")
+    up.add_argument("--conformance-report", metavar="DIR", default=None,
+                    help="write DIR/conformance.json and DIR/conformance.html (what clients sent "
+                         "that the Java client does not) when the process stops")
     up.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                     help="show the traceback of a startup failure")
     up.set_defaults(func=cmd_up)

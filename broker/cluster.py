@@ -38,6 +38,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet import defer
 
+from rocketmq_emu.broker.conformance.monitor import ConformanceMonitor
+from rocketmq_emu.broker.conformance.report import write_report
+
 if TYPE_CHECKING:
     from rocketmq_emu.broker.config import BrokerConfig
     from rocketmq_emu.broker.controller import BrokerController
@@ -78,6 +81,10 @@ class ClusterSpec:
     grpc_port: int | None = None
     #: Record every remoting byte of the name server and broker ports to this file.
     record: str | None = None
+    #: Check what clients send against the Java client (:mod:`rocketmq_emu.broker.conformance`).
+    conformance: bool = True
+    #: Write ``conformance.json`` and ``conformance.html`` here when the cluster stops.
+    conformance_report: str | None = None
 
 
 def broker_spec(cfg: BrokerConfig, host: str, grpc_port: int | None = None) -> ClusterSpec:
@@ -147,6 +154,13 @@ class Cluster:
         self.host = spec.host
         self.business_clock = business_clock
         self.hooks = list(hooks)
+        #: The conformance findings of the cluster's clients (None: ``spec.conformance`` off).
+        self.conformance: ConformanceMonitor | None = None
+        if spec.conformance:
+            self.conformance = ConformanceMonitor(
+                reactor, store_of=self.broker_store,
+                max_message_size=spec.brokers[0].max_message_size)
+            self.hooks.insert(0, self.conformance)
         self.slots = [BrokerSlot(cfg) for cfg in spec.brokers]
         self.namesrv: NameServer | None = None
         self._namesrv_port = spec.namesrv_port
@@ -285,6 +299,13 @@ class Cluster:
         recorder, self.recorder = self.recorder, None
         if recorder is not None:
             recorder.close()
+        if self.spec.conformance_report and self.conformance is not None:
+            try:
+                paths = write_report(self.conformance.snapshot(), self.spec.conformance_report)
+                log.info("conformance report: %s", ", ".join(map(str, paths)))
+            except OSError as e:
+                log.error("cannot write the conformance report to %s: %s",
+                          self.spec.conformance_report, e)
         if failures:
             raise failures[0]
 

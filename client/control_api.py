@@ -132,6 +132,7 @@ class ControlledCluster(Protocol):
     broker_addrs: dict[str, str]
     store_dir: Path
     broker: Any
+    conformance: Any
 
     def slot(self, name: str | None = None) -> BrokerView: ...
 
@@ -195,6 +196,8 @@ class ControlResource(resource.Resource):
                 cluster.close_connections((body or {}).get("target", "broker"),
                                                 (body or {}).get("broker"))),
             ("POST", "reset"): self.reset,
+            ("GET", "conformance"): lambda req, body: cluster.conformance.snapshot(),
+            ("DELETE", "conformance"): lambda req, body: cluster.conformance.clear(),
         }
 
     # --- plumbing -------------------------------------------------------------------------------

@@ -189,6 +189,15 @@ OPENAPI: dict = {
                                _q("since", "integer", "only records with seq > since")]),
             "delete": _op("Forget recorded requests"),
         },
+        "/conformance": {
+            "get": _op("Conformance findings: what each client sent that Apache RocketMQ's Java "
+                       "client 4.9.8 does not, as {findings: [{clientId, address, language, "
+                       "version, kind, severity (error, warning, info), code, field, sent, "
+                       "expected, message, javaClass, firstSeen, lastSeen, count}], summary: "
+                       "{error, warning, info}, clients: [{clientId, language, version, error, "
+                       "warning, info}]}"),
+            "delete": _op("Forget the conformance findings"),
+        },
         "/topics": {
             "get": _op("Topics with queue count and per-queue min/max offsets",
                        params=[_q("broker", "string", "broker name (default: first)")]),

@@ -8,6 +8,11 @@ Fixtures:
     ``@pytest.mark.rocketmq(clock="manual", broker_config={...})`` (any EmbeddedCluster keyword;
     ``grpc_port=None`` leaves out the gRPC endpoint).
 
+    ``rocketmq.conformance()`` lists the conformance findings: what the test's clients sent that
+    Apache RocketMQ's Java client does not (``severity`` error, warning, info). With
+    ``@pytest.mark.rocketmq(strict_conformance=True)`` any ``error`` finding fails the test at
+    teardown.
+
 ``rocketmq_session``
     One cluster shared by the whole session (faster; tests should use their own topics and
     groups). Its fault rules and request log are reset after each test that uses it.
@@ -43,8 +48,8 @@ def pytest_configure(config: Any) -> None:
     """Register the ``rocketmq`` marker for projects that do not declare it."""
     config.addinivalue_line(
         "markers",
-        "rocketmq(clock='follow'|'manual', **options): options for the rocketmq fixture "
-        "(EmbeddedCluster keyword arguments)",
+        "rocketmq(clock='follow'|'manual', strict_conformance=False, **options): options for "
+        "the rocketmq fixture (EmbeddedCluster keyword arguments)",
     )
 
 
@@ -62,6 +67,12 @@ def rocketmq(request: Any, tmp_path: Any) -> Any:
         yield cluster
     finally:
         cluster.stop()
+    if cluster.strict_conformance:
+        errors = cluster.conformance("error")
+        if errors:
+            pytest.fail("strict_conformance: the clients sent what the Java client does not:\n"
+                        + "\n".join(f"  {f['language']} {f['clientId']}: {f['message']}"
+                                     for f in errors), pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -53,6 +53,7 @@ from rocketmq_emu.client.blocking import (
     BlockingProducer,
     BlockingPullConsumer,
     BlockingPushConsumer,
+    in_reactor_context,
     run_blocking,
 )
 from rocketmq_emu.client.clock import ControllableClock
@@ -117,7 +118,8 @@ class EmbeddedCluster:
     ``"disabled"``, or a :class:`~rocketmq_emu.broker.tls.config.TlsConfig`; None: RocketMQ's
     default, permissive with the test-mode certificate); with ``"enforcing"`` the clients this
     class makes use TLS (a client's own ``tls=`` wins), as ``tls.enable`` follows the mode in
-    RocketMQ.
+    RocketMQ. ``strict_conformance`` makes the pytest fixture fail the test at teardown when
+    :meth:`conformance` holds an ``error`` finding.
 
     The name server and brokers are built and run by the production wiring,
     :class:`rocketmq_emu.broker.cluster.Cluster` (:attr:`cluster` once started), with the
@@ -146,6 +148,7 @@ class EmbeddedCluster:
         acl: str | Mapping[str, Any] | None = None,
         credentials: Any = None,
         tls: str | TlsConfig | None = None,
+        strict_conformance: bool = False,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -187,6 +190,8 @@ class EmbeddedCluster:
         self.cluster: Cluster | None = None
         self._clients: list[Any] = []
         self.running = False
+        #: The pytest fixture fails the test at teardown on an ``error`` conformance finding.
+        self.strict_conformance = strict_conformance
 
     # --- addresses and parts (of the production cluster) --------------------------------------------
     def _started(self) -> Cluster:
@@ -488,6 +493,21 @@ class EmbeddedCluster:
             admin.shutdown()
 
     def reset(self) -> None:
-        """Remove fault rules and recorded requests (the store is kept)."""
+        """Remove fault rules, recorded requests and conformance findings (the store is
+        kept)."""
         self.faults.reset()
+        if self.cluster is not None and self.cluster.conformance is not None:
+            self.cluster.conformance.clear()
+
+    def conformance(self, severity: str | None = None) -> list[dict[str, Any]]:
+        """The conformance findings so far (also after :meth:`stop`), as ``GET /conformance``
+        lists them: what the clients sent that Apache RocketMQ's Java client does not
+        (:mod:`rocketmq_emu.broker.conformance`); only those of ``severity`` if given."""
+        monitor = self.cluster.conformance if self.cluster is not None else None
+        if monitor is None:
+            return []
+        blocking = self.running and not in_reactor_context()
+        findings = (run_blocking(monitor.snapshot, timeout=30) if blocking
+                    else monitor.snapshot())["findings"]
+        return [f for f in findings if severity is None or f["severity"] == severity]
 

@@ -45,6 +45,8 @@ class RequestEvent:
     body_len: int
     peer: tuple[str, int]
     conn: Any
+    #: The request itself (language, version, serialize type, body).
+    command: RemotingCommand
 
 
 Handler = Callable[[RemotingCommand, Any], Any]
@@ -89,6 +91,8 @@ class RequestDispatcher:
         self._default: Handler | None = None
         self._interceptors: list[Interceptor] = []
         self._observers: list[Callable[[RequestEvent], None]] = []
+        #: Told of each request the server pushes to a client (``fn(cmd, conn)``).
+        self.push_observers: list[Callable[[RemotingCommand, Any], None]] = []
 
     @property
     def clock(self) -> IReactorTime:
@@ -136,6 +140,15 @@ class RequestDispatcher:
         if fn in self._observers:
             self._observers.remove(fn)
 
+    def pushed(self, cmd: RemotingCommand, conn: Any) -> None:
+        """The server sent request ``cmd`` to the client of ``conn`` (a transaction check, a
+        consumer-ids notice): tell the push observers."""
+        for fn in list(self.push_observers):
+            try:
+                fn(cmd, conn)
+            except Exception:
+                log.exception("push observer %r failed", fn)
+
     def dispatch(self, cmd: RemotingCommand, conn: Any) -> Any:
         """Process one request; returns RemotingCommand | Deferred | None and never raises."""
         if self._observers:
@@ -148,6 +161,7 @@ class RequestDispatcher:
                 len(cmd.body),
                 getattr(conn, "peer", ("", 0)),
                 conn,
+                cmd,
             )
             for fn in list(self._observers):
                 try:

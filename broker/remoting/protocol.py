@@ -278,6 +278,8 @@ class RemotingProtocol(Protocol):
         """Send a request that gets no response (flag bit 1 is set)."""
         cmd.flag |= FLAG_ONEWAY
         self._write(cmd)
+        if self.dispatcher.push_observers:
+            self.dispatcher.pushed(cmd, self)
 
     def send_request(
         self, cmd: RemotingCommand, timeout: float = 3.0, reactor: IReactorTime | None = None
@@ -301,6 +303,8 @@ class RemotingProtocol(Protocol):
         timer = clock.callLater(timeout, self._timed_out, opaque, cmd.code, timeout)
         self._pending[opaque] = (d, timer)
         self._write(cmd)
+        if self.dispatcher.push_observers:
+            self.dispatcher.pushed(cmd, self)
         return d
 
     def _timed_out(self, opaque: int, code: int, timeout: float) -> None:

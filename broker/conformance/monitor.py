@@ -1,0 +1,197 @@
+"""The conformance monitor: watches every request a cluster's servers read and records findings.
+
+The Twisted edge of :mod:`rocketmq_emu.broker.conformance`. A :class:`ConformanceMonitor` is
+one of the cluster's dispatcher hooks (``attach(target, dispatcher, name)`` / ``detach(name)``,
+:class:`rocketmq_emu.broker.cluster.DispatcherHooks`): it observes each request dispatcher as
+its server comes and goes, runs the pure rules (:mod:`.request_rules`, :mod:`.message_rules`,
+:mod:`.session_rules`) on each request and keeps what they find in :attr:`findings`. It only
+observes: no request is changed, delayed or refused.
+
+Time-only findings (a heartbeat never sent, a check-back never answered) are evaluated when
+someone looks (:meth:`ConformanceMonitor.snapshot`) and on every request, so the monitor owns
+no timer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from rocketmq_emu.broker.conformance.findings import (
+    ERROR,
+    Client,
+    Findings,
+    Observation,
+)
+from rocketmq_emu.broker.conformance.message_rules import check_send
+from rocketmq_emu.broker.conformance.request_rules import check_request
+from rocketmq_emu.broker.conformance.session_rules import SessionRules
+from rocketmq_emu.broker.remoting.codes import RequestCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.dispatcher import RequestDispatcher, RequestEvent
+
+log = logging.getLogger(__name__)
+
+SEND_CODES = frozenset({
+    RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE,
+    RequestCode.SEND_REPLY_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2,
+})
+#: What a broker sends its name server: not client traffic.
+BROKER_TO_NAMESRV = frozenset({
+    RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.QUERY_DATA_VERSION,
+})
+#: A broker's store: ``max_offset(topic, queue_id)`` or None.
+StoreOf = Callable[[str], Any]
+
+
+class ConformanceMonitor:
+    """Records the conformance findings of every client of a cluster (see module docstring).
+
+    ``store_of(broker_name)`` gives a broker's message store (for offset rules; None skips
+    them); ``max_message_size`` is the brokers' ``maxMessageSize``.
+    """
+
+    def __init__(self, clock: Any, store_of: StoreOf | None = None,
+                 max_message_size: int = 4 * 1024 * 1024) -> None:
+        self.clock = clock
+        self.findings = Findings()
+        self.store_of = store_of
+        self.max_message_size = max_message_size
+        self._attached: dict[str, list[tuple[RequestDispatcher, Any, Any]]] = {}
+        self._sessions: dict[str, SessionRules] = {}
+        #: The client of each open connection (by ``id(conn)``).
+        self._clients: dict[int, Client] = {}
+
+    # --- hooks ---------------------------------------------------------------------------
+    def attach(self, target: str, dispatcher: Any, name: str | None = None) -> None:
+        """Observe ``dispatcher`` (remoting only; the gRPC endpoint has its own calls)."""
+        if not isinstance(dispatcher, RequestDispatcher):
+            return
+        key = name or target
+        if target == "broker":
+            sessions = self._sessions.setdefault(key, SessionRules())
+
+            def observe(event: RequestEvent) -> None:
+                self._on_broker_request(key, sessions, event)
+
+            def pushed(cmd: RemotingCommand, conn: Any) -> None:
+                if cmd.code == RequestCode.CHECK_TRANSACTION_STATE:
+                    sessions.on_check_sent(id(conn), cmd.ext_fields, self._now_ms())
+        else:
+            def observe(event: RequestEvent) -> None:
+                self._on_namesrv_request(event)
+
+            pushed = None
+        dispatcher.add_observer(observe)
+        if pushed is not None:
+            dispatcher.push_observers.append(pushed)
+        self._attached.setdefault(key, []).append((dispatcher, observe, pushed))
+
+    def detach(self, name: str) -> None:
+        """Stop observing the dispatchers attached under ``name``."""
+        for dispatcher, observe, pushed in self._attached.pop(name, []):
+            dispatcher.remove_observer(observe)
+            if pushed is not None and pushed in dispatcher.push_observers:
+                dispatcher.push_observers.remove(pushed)
+
+    # --- reading -------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """The findings as JSON (``Findings.to_json``), time-only rules evaluated now."""
+        self._overdue()
+        return self.findings.to_json()
+
+    def clear(self) -> dict[str, bool]:
+        """Forget every finding (clients keep being watched)."""
+        self.findings.clear()
+        return {"ok": True}
+
+    def errors(self) -> list[Any]:
+        """The ``error`` findings, time-only rules evaluated now."""
+        self._overdue()
+        return self.findings.errors()
+
+    # --- observing -----------------------------------------------------------------------
+    def _now_ms(self) -> int:
+        return int(self.clock.seconds() * 1000)
+
+    def _client(self, event: RequestEvent, on_close: Callable[[int], None]) -> Client:
+        """Who sent ``event``; findings made before the client named itself (its ``clientID``)
+        move to its id. ``on_close(key)`` runs when the connection closes."""
+        conn = event.conn
+        key = id(conn)
+        address = getattr(conn, "peer_addr", None) or f"{event.peer[0]}:{event.peer[1]}"
+        cmd = event.command
+        client = Client(getattr(conn, "client_id", None) or address, address, cmd.language,
+                        cmd.version)
+        known = self._clients.get(key)
+        if known is None:
+            if hasattr(conn, "add_close_callback"):
+                conn.add_close_callback(lambda _conn: on_close(key))
+        elif known.client_id != client.client_id:
+            self.findings.rename_client(address, client)
+        self._clients[key] = client
+        self.findings.note_client(client)
+        return client
+
+    def _record(self, client: Client, found: list[Observation], now_ms: int) -> None:
+        for obs in found:
+            finding = self.findings.add(client, obs, now_ms)
+            if finding.count == 1 and obs.severity == ERROR:
+                log.warning("conformance: %s %s (%s): %s", client.language, client.client_id,
+                            obs.field, obs.message)
+
+    def _on_namesrv_request(self, event: RequestEvent) -> None:
+        cmd = event.command
+        if cmd.code in BROKER_TO_NAMESRV:
+            return
+        client = self._client(event, self._forget)
+        self._record(client, check_request(cmd.code, cmd.language, cmd.version,
+                                           cmd.serialize_type, cmd.ext_fields),
+                     int(event.time * 1000))
+
+    def _forget(self, key: int) -> None:
+        self._clients.pop(key, None)
+
+    def _on_broker_request(self, name: str, sessions: SessionRules, event: RequestEvent) -> None:
+        cmd = event.command
+        now_ms = int(event.time * 1000)
+
+        def on_close(key: int) -> None:
+            closed = self._clients.pop(key, None)
+            if closed is not None:
+                now = self._now_ms()
+                self._record(closed, sessions.on_close(key, now), now)
+
+        client = self._client(event, on_close)
+        found = check_request(cmd.code, cmd.language, cmd.version, cmd.serialize_type,
+                              cmd.ext_fields)
+        if cmd.code in SEND_CODES:
+            found += check_send(cmd.code, cmd.ext_fields, cmd.body, self.max_message_size)
+        found += sessions.on_request(id(event.conn), cmd.code, cmd.ext_fields, cmd.body, now_ms,
+                                     self._max_offset(name))
+        self._record(client, found, now_ms)
+
+    def _max_offset(self, name: str) -> Callable[[str, int], int | None] | None:
+        if self.store_of is None:
+            return None
+        store_of = self.store_of
+
+        def max_offset(topic: str, queue_id: int) -> int | None:
+            store = store_of(name)
+            if store is None:
+                return None
+            try:
+                return int(store.get_max_offset_in_queue(topic, queue_id))
+            except Exception:
+                return None
+
+        return max_offset
+
+    def _overdue(self) -> None:
+        now_ms = self._now_ms()
+        for sessions in list(self._sessions.values()):
+            for key, obs in sessions.overdue(now_ms):
+                client = self._clients.get(key)  # type: ignore[call-overload]
+                if client is not None:
+                    self._record(client, [obs], now_ms)
