@@ -43,12 +43,13 @@ class Observation:
 @dataclass(frozen=True, slots=True)
 class Client:
     """Who sent it, as the frames name it: ``client_id`` from a ``clientID`` (else the
-    address), the LanguageCode name and the MQVersion ordinal of the request."""
+    address), the LanguageCode name and the MQVersion ordinal of the request (a 5.x SDK's
+    ``x-mq-client-version`` string for a gRPC client)."""
 
     client_id: str
     address: str
     language: str
-    version: int
+    version: int | str
 
 
 @dataclass(slots=True)

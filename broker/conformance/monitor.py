@@ -3,7 +3,8 @@
 The Twisted edge of :mod:`rocketmq_emu.broker.conformance`. A :class:`ConformanceMonitor` is
 one of the cluster's dispatcher hooks (``attach(target, dispatcher, name)`` / ``detach(name)``,
 :class:`rocketmq_emu.broker.cluster.DispatcherHooks`): it observes each request dispatcher as
-its server comes and goes, runs the pure rules (:mod:`.request_rules`, :mod:`.message_rules`,
+its server comes and goes (and the gRPC endpoint's calls), runs the pure rules
+(:mod:`.request_rules`, :mod:`.message_rules`, :mod:`.grpc_rules`,
 :mod:`.session_rules`) on each request and keeps what they find in :attr:`findings`. It only
 observes: no request is changed, delayed or refused.
 
@@ -62,13 +63,23 @@ class ConformanceMonitor:
         self._sessions: dict[str, SessionRules] = {}
         #: The client of each open connection (by ``id(conn)``).
         self._clients: dict[int, Client] = {}
+        self._check_call: Callable[..., list[Observation]] | None = None
 
     # --- hooks ---------------------------------------------------------------------------
     def attach(self, target: str, dispatcher: Any, name: str | None = None) -> None:
-        """Observe ``dispatcher`` (remoting only; the gRPC endpoint has its own calls)."""
+        """Observe ``dispatcher`` (a remoting dispatcher, or the gRPC endpoint's factory)."""
+        key = name or target
+        if target == "grpc" and hasattr(dispatcher, "add_observer"):
+            # Loaded with the gRPC endpoint only (it pulls in protobuf), as the cluster
+            # loads the endpoint itself.
+            from rocketmq_emu.broker.conformance import grpc_rules
+
+            self._check_call = grpc_rules.check_call
+            dispatcher.add_observer(self._on_grpc_call)
+            self._attached.setdefault(key, []).append((dispatcher, self._on_grpc_call, None))
+            return
         if not isinstance(dispatcher, RequestDispatcher):
             return
-        key = name or target
         if target == "broker":
             sessions = self._sessions.setdefault(key, SessionRules())
 
@@ -171,6 +182,17 @@ class ConformanceMonitor:
         found += sessions.on_request(id(event.conn), cmd.code, cmd.ext_fields, cmd.body, now_ms,
                                      self._max_offset(name))
         self._record(client, found, now_ms)
+
+    def _on_grpc_call(self, event: Any) -> None:
+        """A call of a 5.x SDK (``CallEvent``): its client from the ``x-mq-*`` metadata."""
+        headers = event.metadata.mq_headers
+        address = f"{event.peer[0]}:{event.peer[1]}"
+        client = Client(headers.get("x-mq-client-id") or address, address,
+                        str(headers.get("x-mq-language", "?")).upper(),
+                        headers.get("x-mq-client-version", ""))
+        self.findings.note_client(client)
+        now_ms = int(event.time * 1000)
+        self._record(client, self._check_call(event.rpc, headers, event.request, now_ms), now_ms)
 
     def _max_offset(self, name: str) -> Callable[[str, int], int | None] | None:
         if self.store_of is None:
