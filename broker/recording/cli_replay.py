@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -146,7 +147,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"replay: also sent {result.oneway} oneway requests and "
               f"{result.unanswered_in_recording} the recording holds no answer for "
               f"(not compared)", file=sys.stderr)
-    report(result, args.json)
+    try:
+        report(result, args.json)
+    except BrokenPipeError:  # the reader stopped early (`| head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     failed = result.differed > 0 or plan.damage is not None
     return 0 if args.report_only or not failed else 1
 

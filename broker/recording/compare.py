@@ -15,7 +15,9 @@ only its kind (``<number>``, ``<text>``, ``<empty>``) so that presence and type 
   masked although a fresh store reproduces them: against a real broker that already holds
   messages they differ, and which store is behind the target is not the replay's business;
 * a **JSON body** (fastjson's unquoted keys tolerated) is compared by structure: keys, and
-  leaves masked as above (a leaf under a volatile key keeps its kind only); lists are compared
+  leaves masked as above (a leaf, or a flat map or list of leaves, under a volatile key keeps
+  its kind only; a deeper table under such a key, ``brokerAddrTable`` keyed by broker name, is
+  compared as any other, its addresses masked as text); lists are compared
   as multisets (sorted by their shape: Java hash-map and set order is no contract); numbers
   that look like millisecond times (:data:`MS_TIME_RANGE`) are masked anywhere;
 * a **message body** (a pull, query or view answer: concatenated stored records) is compared
@@ -90,11 +92,18 @@ def mask_tree(value: Any) -> Any:
     return kind(value)
 
 
+def _flat(value: Any) -> bool:
+    """A leaf, or a map or list of leaves only (``brokerAddrs``, ``msgOffsetInfo``)."""
+    items = value.values() if isinstance(value, dict) else value \
+        if isinstance(value, list | tuple) else None
+    return items is None or not any(isinstance(v, dict | list | tuple) for v in items)
+
+
 def json_shape(value: Any) -> Any:
     """A JSON value's shape (see the module docstring)."""
     if isinstance(value, dict):
-        return {mask_text(str(k)): mask_tree(v) if VOLATILE_KEY.search(str(k)) else json_shape(v)
-                for k, v in value.items()}
+        return {mask_text(str(k)): mask_tree(v) if VOLATILE_KEY.search(str(k)) and _flat(v)
+                else json_shape(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return _multiset([json_shape(v) for v in value])
     if isinstance(value, bool) or value is None:

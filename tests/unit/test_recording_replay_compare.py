@@ -115,3 +115,15 @@ def test_other_binary_body_counts_by_length():
     """A body that is neither JSON nor messages compares by its length."""
     assert compare(answer(body=b"\x01\x02"), answer(body=b"\x03\x04"), 999) == []
     assert compare(answer(body=b"\x01\x02"), answer(body=b"\x03"), 999)[0].path == "body.bytes"
+
+
+def test_table_keyed_by_broker_name_keeps_its_stable_leaves():
+    """Under ``brokerAddrTable`` the broker and cluster names are compared, the addresses
+    (a flat map under ``brokerAddrs``) masked."""
+    def info(name: str, addr: str) -> bytes:
+        return jsonutil.dumps({"brokerAddrTable": {"a": {"brokerName": name, "cluster": "C",
+                                                         "brokerAddrs": {0: addr}}}})
+    code = RequestCode.GET_BROKER_CLUSTER_INFO
+    assert compare(answer(body=info("a", "h1:1")), answer(body=info("a", "h2:2")), code) == []
+    (d,) = compare(answer(body=info("a", "h1:1")), answer(body=info("z", "h1:1")), code)
+    assert d.path == "body.json.brokerAddrTable.a.brokerName"

@@ -9,8 +9,6 @@ from hypothesis import strategies as st
 
 from rocketmq_emu.broker import jsonutil
 from rocketmq_emu.broker.recording.format import (
-    CLIENT_TO_SERVER,
-    SERVER_TO_CLIENT,
     Entry,
     RecordingError,
     encode_entry,

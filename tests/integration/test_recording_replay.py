@@ -1,0 +1,183 @@
+"""``rmq-emu replay FILE --namesrv HOST:PORT``: a session of the project's Python client
+(topic creation, sync sends, a batch, a delayed message, pulls, an offset commit) recorded with
+``rmq-emu up --record`` (ClusterSpec.record) is replayed against other emulators over loopback.
+
+The session is recorded once per module; each test replays it (or a damaged copy of it)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import pytest_twisted
+from twisted.internet import reactor, task
+from twisted.internet.utils import getProcessOutputAndValue
+
+from rocketmq_emu.broker.cluster import Cluster, ClusterSpec
+from rocketmq_emu.broker.config import BrokerConfig
+from rocketmq_emu.broker.recording.cli_replay import describe
+from rocketmq_emu.broker.recording.plan import build_plan
+from rocketmq_emu.broker.recording.replay import replay
+from rocketmq_emu.client.admin import Admin
+from rocketmq_emu.client.message import Message, MessageQueue
+from rocketmq_emu.client.producer import Producer
+from rocketmq_emu.client.pull_consumer import PullConsumer
+from rocketmq_emu.client.testing import TEST_BROKER_SETTINGS, free_broker_port
+
+TOPIC = "ReplayTopic"
+GROUP = "ReplayGroup"
+
+
+def cluster(store, name: str = "broker-a", record: str | None = None) -> Cluster:
+    """A name server and one broker on free ports, a fresh store."""
+    cfg = BrokerConfig(broker_name=name, listen_port=free_broker_port("127.0.0.1"),
+                       store_path_root_dir=str(store), **TEST_BROKER_SETTINGS)
+    return Cluster(ClusterSpec(brokers=[cfg], namesrv_port=0, record=record), reactor)
+
+
+def namesrv_addr(c: Cluster) -> str:
+    """``127.0.0.1:port`` of the cluster's name server."""
+    return f"127.0.0.1:{c.namesrv.port}"
+
+
+async def session(ns: str) -> None:
+    """What the recorded client does."""
+    admin = Admin(ns)
+    await admin.start()
+    await admin.create_topic(TOPIC, 2)
+    await admin.shutdown()
+    producer = Producer("ReplayProducer", ns)
+    await producer.start()
+    queue = MessageQueue(TOPIC, "broker-a", 0)
+    for i in range(3):
+        await producer.send(Message(TOPIC, f"m{i}".encode(), tags="A", keys=f"k{i}"), queue=queue)
+    await producer.send_batch([Message(TOPIC, f"b{i}".encode()) for i in range(3)], queue=queue)
+    await producer.send(Message(TOPIC, b"later", delay_level=1), queue=queue)
+    await producer.shutdown()
+    consumer = PullConsumer(GROUP, ns)
+    await consumer.start()
+    result = await consumer.pull(queue, "*", 0, 32)
+    await consumer.update_offset(queue, result.next_begin_offset)
+    await task.deferLater(reactor, 1.6, lambda: None)  # level 1 is 1 s
+    await consumer.pull(queue, "*", result.next_begin_offset, 32)
+    await consumer.fetch_offset(queue)
+    await consumer.shutdown()
+
+
+@pytest_twisted.async_fixture(scope="module")
+async def recorded(tmp_path_factory):
+    """The recording of :func:`session` against a recorded emulator."""
+    tmp = tmp_path_factory.mktemp("replay")
+    path = tmp / "session.rec"
+    c = cluster(tmp / "recorded", record=str(path))
+    await c.start()
+    try:
+        await session(namesrv_addr(c))
+    finally:
+        await c.stop()
+    return path
+
+
+@pytest_twisted.async_yield_fixture
+async def fresh(tmp_path):
+    """A fresh emulator (another store, other ports) to replay against."""
+    c = cluster(tmp_path / "fresh")
+    await c.start()
+    yield c
+    await c.stop()
+
+
+@pytest_twisted.async_yield_fixture
+async def renamed(tmp_path):
+    """An emulator whose broker has another name: its route answers differ."""
+    c = cluster(tmp_path / "renamed", name="broker-z")
+    await c.start()
+    yield c
+    await c.stop()
+
+
+async def rmq_emu(*args: str) -> tuple[str, str, int]:
+    """``rmq-emu ARGS`` as a child process while the test's reactor runs the target."""
+    out, err, code = await getProcessOutputAndValue(
+        sys.executable, ["-m", "rocketmq_emu.broker.cli", *args], reactor=reactor)
+    return out.decode(), err.decode(), code
+
+
+@pytest_twisted.ensureDeferred
+async def test_replay_against_a_fresh_emulator_matches(recorded, fresh):
+    """Every recorded answer has the replayed answer's shape: 0 differed."""
+    plan = build_plan(recorded.read_bytes())
+    assert plan.damage is None and len(plan.compared) >= 10
+    result = await replay(reactor, plan, namesrv_addr(fresh))
+    blocks = "\n".join(line for o in result.outcomes if not o.matched for line in describe(o))
+    assert result.differed == 0, blocks
+    assert result.matched == len(plan.compared)
+
+
+@pytest_twisted.ensureDeferred
+async def test_cli_prints_the_summary_and_exits_0(recorded, fresh):
+    """``rmq-emu replay`` ends with the summary line and exits 0 when nothing differs."""
+    out, err, code = await rmq_emu("replay", str(recorded), "--namesrv", namesrv_addr(fresh))
+    n = len(build_plan(recorded.read_bytes()).compared)
+    assert out.splitlines()[-1] == f"replayed {n} requests: {n} matched, 0 differed", err
+    assert code == 0
+
+
+@pytest_twisted.ensureDeferred
+async def test_differing_broker_is_reported_and_exits_1(recorded, renamed):
+    """Against a broker of another name the route answers differ: blocks name the request and
+    the field, D > 0, exit status 1; ``--report-only`` exits 0 with the same report."""
+    out, err, code = await rmq_emu("replay", str(recorded), "--namesrv", namesrv_addr(renamed))
+    assert code == 1, err
+    assert "GET_ROUTEINFO_BY_TOPIC (105)" in out and "brokerName: recorded" in out
+    last = out.splitlines()[-1]
+    assert last.startswith("replayed ") and not last.endswith(" 0 differed")
+    out2, _, code2 = await rmq_emu("replay", str(recorded), "--namesrv", namesrv_addr(renamed),
+                                   "--report-only", "--no-pace")
+    assert code2 == 0 and out2.splitlines()[-1].startswith("replayed ")
+
+
+@pytest_twisted.ensureDeferred
+async def test_truncated_recording_replays_up_to_the_damage(recorded, fresh, tmp_path):
+    """A torn recording: the requests before the tear are replayed, stderr names the entry,
+    byte offset and frame, exit status 1, no traceback."""
+    torn = tmp_path / "torn.rec"
+    data = recorded.read_bytes()
+    torn.write_bytes(data[:len(data) * 2 // 3])
+    plan = build_plan(torn.read_bytes())
+    out, err, code = await rmq_emu("replay", str(torn), "--namesrv", namesrv_addr(fresh),
+                                   "--no-pace")
+    assert code == 1 and "Traceback" not in err
+    d = plan.damage
+    assert f"entry {d.entry} at byte {d.offset} (frame {d.frame}): truncated" in err
+    assert out.splitlines()[-1].startswith(f"replayed {len(plan.compared)} requests")
+
+
+@pytest_twisted.ensureDeferred
+async def test_corrupted_recording_names_the_damaged_entry(recorded, fresh, tmp_path):
+    """A flipped byte in an entry's payload: its checksum fails, reported with the entry
+    number, byte offset and frame number; exit 1, no traceback."""
+    bad = tmp_path / "bad.rec"
+    data = bytearray(recorded.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    bad.write_bytes(bytes(data))
+    d = build_plan(bytes(data)).damage
+    assert d is not None
+    out, err, code = await rmq_emu("replay", str(bad), "--namesrv", namesrv_addr(fresh),
+                                   "--no-pace")
+    assert code == 1 and "Traceback" not in err
+    assert f"entry {d.entry} at byte {d.offset} (frame {d.frame})" in err
+    assert out.splitlines()[-1].startswith("replayed ")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["/no/such/file.rec", "--namesrv", "127.0.0.1:9"], "No such file"),
+    (["{rec}", "--namesrv", "nonsense"], "expected HOST:PORT"),
+    (["{rec}", "--namesrv", "127.0.0.1:1"], "unreachable"),
+])
+@pytest_twisted.ensureDeferred
+async def test_expected_failures_are_one_line_exit_2(recorded, args, words):
+    """A missing file, a bad --namesrv, an unreachable name server: one line, exit 2."""
+    args = [a.replace("{rec}", str(recorded)) for a in args]
+    out, err, code = await rmq_emu("replay", *args)
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
