@@ -21,6 +21,8 @@ from interop_support import (
     stop_emulator,
 )
 
+from rocketmq_emu.client.testing_tools import free_port
+
 
 def _pip_client(spec: str, dirname: str) -> Path:
     """``pip install --target`` of one PyPI client into the interop cache (once), checked by
@@ -96,8 +98,9 @@ def sdk5_nodejs() -> Path:
 
 @pytest.fixture(scope="session")
 def emulator(tmp_path_factory) -> Emulator:
-    """One name server + broker for the interop session."""
-    emu = start_emulator(tmp_path_factory.mktemp("emulator"))
+    """One name server + broker for the interop session, with the control API (``emu.control``:
+    GET /conformance lists what the clients sent that the Java client does not)."""
+    emu = start_emulator(tmp_path_factory.mktemp("emulator"), control_port=free_port())
     yield emu
     stop_emulator(emu)
 

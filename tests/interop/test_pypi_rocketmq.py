@@ -2,8 +2,9 @@
 
 One module-scoped scenario drives the expensive part once: producers send in every mode to a
 fresh topic, then a push consumer, an orderly push consumer and a pull consumer (three groups)
-read it, and more messages are sent while they run (long polling must wake them). Each test
-then checks one behaviour of that run.
+read it, and more messages are sent while they run (long polling must wake them); a batch goes
+to a topic of its own. Each test then checks one behaviour of that run, the conformance findings
+(``GET /conformance``) of all of it included.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from collections import Counter
 
 import pytest
+from conformance_support import forget_findings, seen, settled_findings
 from interop_support import ClientLauncher, unique, wait_consumers, wait_route
 
 MODES = {"sync": 4, "async": 4, "oneway": 4, "orderly": 8}
@@ -41,16 +43,21 @@ def _producer_args(topic: str, mode: str, count: int, name: str | None = None) -
 
 @pytest.fixture(scope="module")
 def scenario(tmp_path_factory, emulator, pypi_rocketmq):
-    """Send in every mode, consume three ways, send more while consuming; return the clients."""
+    """Send in every mode, consume three ways, send more while consuming; return the clients
+    and the conformance findings of the whole run."""
     launcher = ClientLauncher(tmp_path_factory.mktemp("pypi"), emulator, pypi_rocketmq, None)
     topic = unique("PyTopic")
     try:
+        forget_findings(emulator)
         # The first send auto-creates the topic (from TBW102); the other modes run in parallel.
         first = launcher.run_python("py_producer.py", *_producer_args(topic, "sync", MODES["sync"]))
         others = [launcher.python("py_producer.py", *_producer_args(topic, m, n))
                   for m, n in MODES.items() if m != "sync"]
-        for p in others:
+        batch = launcher.python("py_producer.py",
+                                *_producer_args(unique("PyBatchTopic"), "batch", 3))
+        for p in [*others, batch]:
             p.wait(60)
+        assert batch.events("sent"), batch.diagnostics()
         producers = {"sync": first, **{p.out_path.name: p for p in others}}
         by_mode = {}
         for p in [first, *others]:
@@ -74,7 +81,7 @@ def scenario(tmp_path_factory, emulator, pypi_rocketmq):
         for c in consumers.values():
             c.wait(60)
         yield {"topic": topic, "producers": producers, "by_mode": by_mode, "late": late,
-               "consumers": consumers}
+               "consumers": consumers, "conformance": settled_findings(emulator)}
     finally:
         launcher.close()
 
@@ -165,6 +172,46 @@ def test_consumers_shut_down_cleanly(scenario):
         done = client.events("done")
         assert done and not done[-1].get("timed_out"), f"{name}\n{client.diagnostics()}"
         assert client.proc.returncode == 0, f"{name}\n{client.diagnostics()}"
+
+
+def test_conformance_error_is_only_the_batch_flag(scenario):
+    """The one error of the whole run is the batch's batch="1" on SEND_MESSAGE (10): the Java
+    broker reads it as false and stores the batch as one message."""
+    errors = [f for f in scenario["conformance"]["findings"] if f["severity"] == "error"]
+    assert [(f["kind"], f["code"], f["field"], f["sent"], f["language"]) for f in errors] == [
+        ("header.boolean", 10, "batch", "1", "CPP")], errors
+    assert "Boolean.parseBoolean as false" in errors[0]["message"]
+
+
+def test_conformance_warnings_are_booleans_written_as_zero(scenario):
+    """The only warnings: batch="0" and unitMode="0" on every single send (read as false, as
+    meant; Java writes "false"); no session warning (the consumers unregister)."""
+    assert seen(scenario["conformance"], "warning") == {
+        ("header.boolean", "warning", 10, "batch", "0"),
+        ("header.boolean", "warning", 10, "unitMode", "0")}
+
+
+def test_conformance_notes_the_onschannel_key_on_every_request(scenario):
+    """OnsChannel, which Java does not send, is an info finding on sends, pulls, offsets,
+    route look-ups, consumer lists, batch locks and unregistering."""
+    codes = {code for kind, _, code, field, _ in seen(scenario["conformance"], "info")
+             if (kind, field) == ("header.unknown", "OnsChannel")}
+    assert {10, 11, 14, 15, 35, 38, 105} <= codes, codes
+
+
+def test_conformance_notes_properties_ending_with_a_separator(scenario):
+    """Each send's properties end with the separator \\u0002, which Java deletes: info, and
+    nothing else about the messages."""
+    message = {s for s in seen(scenario["conformance"]) if s[0].startswith("message.")}
+    assert message == {("message.property.reserved", "info", 10, "properties",
+                        "\\u0002 at the end")}
+
+
+def test_conformance_lists_each_client_as_cpp_version_63(scenario):
+    """Every client of the run (nine processes) is listed with language CPP and version 63."""
+    clients = scenario["conformance"]["clients"]
+    assert len({c["clientId"] for c in clients}) >= 9, clients
+    assert {(c["language"], c["version"]) for c in clients} == {("CPP", 63)}
 
 
 def test_batch_is_stored_as_one_message(py_clients: ClientLauncher):
