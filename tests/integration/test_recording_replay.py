@@ -6,18 +6,24 @@ The session is recorded once per module; each test replays it (or a damaged copy
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
 import pytest_twisted
 from twisted.internet import reactor, task
+from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.utils import getProcessOutputAndValue
 
+from rocketmq_emu.broker import jsonutil
 from rocketmq_emu.broker.cluster import Cluster, ClusterSpec
 from rocketmq_emu.broker.config import BrokerConfig
 from rocketmq_emu.broker.recording.cli_replay import describe
 from rocketmq_emu.broker.recording.plan import build_plan
 from rocketmq_emu.broker.recording.replay import replay
+from rocketmq_emu.broker.remoting.codes import RequestCode
+from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.protocol import RemotingServerFactory, RequestDispatcher
 from rocketmq_emu.client.admin import Admin
 from rocketmq_emu.client.message import Message, MessageQueue
 from rocketmq_emu.client.producer import Producer
@@ -53,6 +59,7 @@ async def session(ns: str) -> None:
         await producer.send(Message(TOPIC, f"m{i}".encode(), tags="A", keys=f"k{i}"), queue=queue)
     await producer.send_batch([Message(TOPIC, f"b{i}".encode()) for i in range(3)], queue=queue)
     await producer.send(Message(TOPIC, b"later", delay_level=1), queue=queue)
+    await producer.send_oneway(Message(TOPIC, b"oneway"), queue=queue)
     await producer.shutdown()
     consumer = PullConsumer(GROUP, ns)
     await consumer.start()
@@ -88,6 +95,16 @@ async def fresh(tmp_path):
 
 
 @pytest_twisted.async_yield_fixture
+async def recording_target(tmp_path):
+    """A fresh emulator that records what the replay sends it: (cluster, recording path)."""
+    path = tmp_path / "target.rec"
+    c = cluster(tmp_path / "target", record=str(path))
+    await c.start()
+    yield c, path
+    await c.stop()
+
+
+@pytest_twisted.async_yield_fixture
 async def renamed(tmp_path):
     """An emulator whose broker has another name: its route answers differ."""
     c = cluster(tmp_path / "renamed", name="broker-z")
@@ -112,6 +129,45 @@ async def test_replay_against_a_fresh_emulator_matches(recorded, fresh):
     blocks = "\n".join(line for o in result.outcomes if not o.matched for line in describe(o))
     assert result.differed == 0, blocks
     assert result.matched == len(plan.compared)
+
+
+@pytest_twisted.ensureDeferred
+async def test_replay_sends_the_recorded_frames_at_their_times(recorded, recording_target):
+    """Recorded in turn, the replay is the recorded client connections, each with the same
+    request frames byte for byte (oneway ones included) in the same order, spread over the
+    recorded time at least; plus the one GET_BROKER_CLUSTER_INFO that resolved the broker."""
+    target, target_path = recording_target
+    plan = build_plan(recorded.read_bytes())
+    result = await replay(reactor, plan, namesrv_addr(target))
+    assert result.differed == 0 and result.oneway >= 1
+    again = build_plan(target_path.read_bytes())
+
+    def connections(p):
+        by: dict[int, list[bytes]] = {}
+        for ex in p.exchanges:
+            by.setdefault(ex.connection, []).append(ex.frame)
+        return sorted(by.values())
+
+    original, replayed = connections(plan), connections(again)
+    (extra,) = [c for c in replayed if c not in original]
+    assert sorted([*original, extra]) == replayed
+    assert [RemotingCommand.decode(f).code for f in extra] == [
+        RequestCode.GET_BROKER_CLUSTER_INFO]
+    span = plan.exchanges[-1].sent_ms - plan.exchanges[0].sent_ms
+    mine = [ex for ex in again.exchanges if ex.frame != extra[0]]
+    assert mine[-1].sent_ms - mine[0].sent_ms >= span - 50
+
+
+@pytest_twisted.ensureDeferred
+async def test_cli_json_prints_one_object_per_compared_request(recorded, fresh):
+    """``--json``: one JSON object per compared request, then the summary line."""
+    out, err, code = await rmq_emu("replay", str(recorded), "--namesrv", namesrv_addr(fresh),
+                                   "--json")
+    lines = out.splitlines()
+    rows = [json.loads(line) for line in lines[:-1]]
+    assert len(rows) == len(build_plan(recorded.read_bytes()).compared), err
+    assert all(r["matched"] for r in rows) and {"request", "name", "frame"} <= set(rows[0])
+    assert lines[-1].endswith(" 0 differed") and code == 0
 
 
 @pytest_twisted.ensureDeferred
@@ -181,3 +237,49 @@ async def test_expected_failures_are_one_line_exit_2(recorded, args, words):
     args = [a.replace("{rec}", str(recorded)) for a in args]
     out, err, code = await rmq_emu("replay", *args)
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+
+
+class Hangup(Protocol):
+    """A broker that closes every connection at its first byte."""
+
+    def dataReceived(self, data: bytes) -> None:  # noqa: N802 (Twisted API)
+        self.transport.loseConnection()
+
+
+class Silent(Protocol):
+    """A broker that reads and never answers."""
+
+
+async def fake_cluster(broker_protocol: type[Protocol]):
+    """A name server that knows one broker ``broker-a`` served by ``broker_protocol``; the
+    listening ports and the name server address."""
+    broker = reactor.listenTCP(0, Factory.forProtocol(broker_protocol), interface="127.0.0.1")
+    info = jsonutil.dumps({"brokerAddrTable": {"broker-a": {
+        "cluster": "DefaultCluster", "brokerName": "broker-a",
+        "brokerAddrs": {0: f"127.0.0.1:{broker.getHost().port}"}}}, "clusterAddrTable": {}})
+    dispatcher = RequestDispatcher(reactor)
+    dispatcher.register(RequestCode.GET_BROKER_CLUSTER_INFO,
+                        lambda cmd, conn: cmd.response(0, body=info))
+    ns = reactor.listenTCP(0, RemotingServerFactory(dispatcher, reactor), interface="127.0.0.1")
+    return [broker, ns], f"127.0.0.1:{ns.getHost().port}"
+
+
+@pytest.mark.parametrize("protocol, reason", [
+    (Hangup, "connection closed or refused by the target"),
+    (Silent, "no answer"),
+])
+@pytest_twisted.ensureDeferred
+async def test_broker_that_hangs_up_or_stays_silent_differs_with_a_reason(
+        recorded, protocol, reason):
+    """Requests a broker never answers are differences naming why, the replay ends (each
+    waits at most --cap seconds), no exception."""
+    ports, ns = await fake_cluster(protocol)
+    try:
+        plan = build_plan(recorded.read_bytes())
+        result = await replay(reactor, plan, ns, pace=False, margin=0.2, cap=0.5)
+    finally:
+        for port in ports:
+            await port.stopListening()
+    to_broker = [o for o in result.outcomes if o.exchange.port not in plan.namesrv_ports]
+    assert to_broker and all(reason in (o.reason or "") for o in to_broker)
+    assert result.differed == len(result.outcomes)
