@@ -81,7 +81,8 @@ class ClusterSpec:
     grpc_port: int | None = None
     #: Record every remoting byte of the name server and broker ports to this file.
     record: str | None = None
-    #: Check what clients send against the Java client (:mod:`rocketmq_emu.broker.conformance`).
+    #: Check what clients send against the Java client (:mod:`rocketmq_emu.broker.conformance`);
+    #: the first broker's ``conformanceEnable=false`` turns it off too.
     conformance: bool = True
     #: Write ``conformance.json`` and ``conformance.html`` here when the cluster stops.
     conformance_report: str | None = None
@@ -156,7 +157,7 @@ class Cluster:
         self.hooks = list(hooks)
         #: The conformance findings of the cluster's clients (None: ``spec.conformance`` off).
         self.conformance: ConformanceMonitor | None = None
-        if spec.conformance:
+        if spec.conformance and spec.brokers[0].conformance_enable:
             self.conformance = ConformanceMonitor(
                 reactor, store_of=self.broker_store,
                 max_message_size=spec.brokers[0].max_message_size)

@@ -152,6 +152,10 @@ class BrokerConfig:
     #: relative to rocketmqHome. No JVM here: read from broker.conf; not a BrokerConfig property.
     acl_plain_file: str = field(default=DEFAULT_PLAIN_FILE, metadata={
         "java_key": "rocketmq.acl.plain.file", "property": False})
+    #: The emulator's own: check what clients send against the Java client and record findings
+    #: (:mod:`rocketmq_emu.broker.conformance`, about 6 us per send; ``bench/conformance.py``).
+    #: Not a Java BrokerConfig property.
+    conformance_enable: bool = field(default=True, metadata={"property": False})
     # --- TLS (Java TlsSystemConfig: the dotted tls.* keys, see broker.tls.config). RocketMQ's
     # default is permissive with a test-mode certificate; None: no TLS switch on the ports at all
     # (bench/tls.py's reference). Not a BrokerConfig property in Java, so GET_BROKER_CONFIG does

@@ -27,7 +27,7 @@ from rocketmq_emu.broker.conformance.findings import (
 )
 from rocketmq_emu.broker.conformance.message_rules import check_send
 from rocketmq_emu.broker.conformance.request_rules import check_request
-from rocketmq_emu.broker.conformance.session_rules import SessionRules
+from rocketmq_emu.broker.conformance.session_rules import MaxOffset, SessionRules
 from rocketmq_emu.broker.remoting.codes import RequestCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.broker.remoting.dispatcher import RequestDispatcher, RequestEvent
@@ -82,9 +82,16 @@ class ConformanceMonitor:
             return
         if target == "broker":
             sessions = self._sessions.setdefault(key, SessionRules())
+            max_offset = self._max_offset(key)
+
+            def on_close(conn_key: int) -> None:
+                closed = self._clients.pop(conn_key, None)
+                if closed is not None:
+                    now = self._now_ms()
+                    self._record(closed, sessions.on_close(conn_key, now), now)
 
             def observe(event: RequestEvent) -> None:
-                self._on_broker_request(key, sessions, event)
+                self._on_broker_request(sessions, max_offset, on_close, event)
 
             def pushed(cmd: RemotingCommand, conn: Any) -> None:
                 if cmd.code == RequestCode.CHECK_TRANSACTION_STATE:
@@ -131,11 +138,15 @@ class ConformanceMonitor:
         move to its id. ``on_close(key)`` runs when the connection closes."""
         conn = event.conn
         key = id(conn)
-        address = getattr(conn, "peer_addr", None) or f"{event.peer[0]}:{event.peer[1]}"
         cmd = event.command
-        client = Client(getattr(conn, "client_id", None) or address, address, cmd.language,
-                        cmd.version)
         known = self._clients.get(key)
+        client_id = getattr(conn, "client_id", None)
+        if known is not None and known.language == cmd.language \
+                and known.version == cmd.version \
+                and (client_id is None or client_id == known.client_id):
+            return known  # the common case: the same client as before on this connection
+        address = getattr(conn, "peer_addr", None) or f"{event.peer[0]}:{event.peer[1]}"
+        client = Client(client_id or address, address, cmd.language, cmd.version)
         if known is None:
             if hasattr(conn, "add_close_callback"):
                 conn.add_close_callback(lambda _conn: on_close(key))
@@ -164,24 +175,20 @@ class ConformanceMonitor:
     def _forget(self, key: int) -> None:
         self._clients.pop(key, None)
 
-    def _on_broker_request(self, name: str, sessions: SessionRules, event: RequestEvent) -> None:
+    def _on_broker_request(self, sessions: SessionRules, max_offset: MaxOffset | None,
+                           on_close: Callable[[int], None], event: RequestEvent) -> None:
         cmd = event.command
+        code = cmd.code
         now_ms = int(event.time * 1000)
-
-        def on_close(key: int) -> None:
-            closed = self._clients.pop(key, None)
-            if closed is not None:
-                now = self._now_ms()
-                self._record(closed, sessions.on_close(key, now), now)
-
         client = self._client(event, on_close)
-        found = check_request(cmd.code, cmd.language, cmd.version, cmd.serialize_type,
+        found = check_request(code, cmd.language, cmd.version, cmd.serialize_type,
                               cmd.ext_fields)
-        if cmd.code in SEND_CODES:
-            found += check_send(cmd.code, cmd.ext_fields, cmd.body, self.max_message_size)
-        found += sessions.on_request(id(event.conn), cmd.code, cmd.ext_fields, cmd.body, now_ms,
-                                     self._max_offset(name))
-        self._record(client, found, now_ms)
+        if code in SEND_CODES:
+            found += check_send(code, cmd.ext_fields, cmd.body, self.max_message_size)
+        found += sessions.on_request(id(event.conn), code, cmd.ext_fields, cmd.body, now_ms,
+                                     max_offset)
+        if found:
+            self._record(client, found, now_ms)
 
     def _on_grpc_call(self, event: Any) -> None:
         """A call of a 5.x SDK (``CallEvent``): its client from the ``x-mq-*`` metadata."""
@@ -194,7 +201,7 @@ class ConformanceMonitor:
         now_ms = int(event.time * 1000)
         self._record(client, self._check_call(event.rpc, headers, event.request, now_ms), now_ms)
 
-    def _max_offset(self, name: str) -> Callable[[str, int], int | None] | None:
+    def _max_offset(self, name: str) -> MaxOffset | None:
         if self.store_of is None:
             return None
         store_of = self.store_of

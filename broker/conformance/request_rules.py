@@ -105,14 +105,77 @@ def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+#: (code, language, version, serialize type) -> the observations on them (bounded).
+_IDENTITY: dict[tuple[int, str, int, int], tuple[Observation, ...]] = {}
+_IDENTITY_MAX = 4096
+
+
+class _Header:
+    """What the quick check of one code's header needs, derived once from its declaration."""
+
+    __slots__ = ("java_class", "spec", "known", "required", "booleans", "ints", "longs")
+
+    def __init__(self, code: int, java_class: str,
+                 spec: tuple[tuple[str, str, str, bool], ...]) -> None:
+        self.java_class = java_class
+        self.spec = spec
+        known = {wire for _a, wire, _k, _r in spec} | HOOK_KEYS
+        if code in RPC_HEADER_CODES:
+            known.add("bname")
+        self.known = frozenset(known)
+        self.required = frozenset(wire for _a, wire, _k, r in spec if r)
+        self.booleans = tuple(wire for _a, wire, k, _r in spec if k == BOOL)
+        self.ints = tuple(wire for _a, wire, k, _r in spec if k == INT)
+        self.longs = tuple(wire for _a, wire, k, _r in spec if k == LONG)
+
+    def plain(self, ext: Mapping[str, str]) -> bool:
+        """Whether ``ext`` surely conforms: known keys, required ones present, booleans spelled
+        ``true``/``false``, numbers short plain decimals (anything else: the full check)."""
+        keys = ext.keys()
+        if not (self.required <= keys and keys <= self.known):
+            return False
+        get = ext.get
+        for wire in self.booleans:
+            value = get(wire)
+            if value is not None and value != "false" and value != "true":
+                return False
+        for wires, digits in ((self.ints, 10), (self.longs, 19)):
+            for wire in wires:
+                value = get(wire)
+                if value is not None and not (value.isdecimal() and len(value) < digits):
+                    return False
+        return True
+
+
+_HEADERS: dict[int, _Header | None] = {}
+
+
+def _header_of(code: int) -> _Header | None:
+    try:
+        return _HEADERS[code]
+    except KeyError:
+        spec = _spec(code)
+        found = _HEADERS[code] = _Header(code, *spec) if spec is not None else None
+        return found
+
+
 def check_request(code: int, language: str, version: int, serialize_type: int,
                   ext_fields: Mapping[str, str]) -> list[Observation]:
-    """The deviations of one request from what the Java client 4.9.8 sends (see module doc)."""
-    found = _check_code(code)
-    found += _check_identity(code, language, version, serialize_type)
-    spec = _spec(code)
-    if spec is not None:
-        found += _check_header(code, spec[0], spec[1], ext_fields)
+    """The deviations of one request from what the Java client 4.9.8 sends (see module doc).
+
+    Runs on every request: the verdict on code and identity is remembered per combination,
+    and a header passing :meth:`_Header.plain` is not looked at field by field."""
+    key = (code, language, version, serialize_type)
+    identity = _IDENTITY.get(key)
+    if identity is None:
+        identity = tuple(_check_code(code) + _check_identity(code, language, version,
+                                                             serialize_type))
+        if len(_IDENTITY) < _IDENTITY_MAX:
+            _IDENTITY[key] = identity
+    found = list(identity)
+    header = _header_of(code)
+    if header is not None and not header.plain(ext_fields):
+        found += _check_header(code, header.java_class, header.spec, ext_fields)
     return found
 
 
