@@ -28,6 +28,7 @@ from rocketmq_emu.client.admin import Admin
 from rocketmq_emu.client.message import Message, MessageQueue
 from rocketmq_emu.client.producer import Producer
 from rocketmq_emu.client.pull_consumer import PullConsumer
+from rocketmq_emu.client.push_consumer import PushConsumer
 from rocketmq_emu.client.testing import TEST_BROKER_SETTINGS, free_broker_port
 
 TOPIC = "ReplayTopic"
@@ -283,3 +284,49 @@ async def test_broker_that_hangs_up_or_stays_silent_differs_with_a_reason(
     to_broker = [o for o in result.outcomes if o.exchange.port not in plan.namesrv_ports]
     assert to_broker and all(reason in (o.reason or "") for o in to_broker)
     assert result.differed == len(result.outcomes)
+
+
+async def push_session(ns: str) -> int:
+    """A push consumer waiting in a long-polling pull while a producer sends: the pulls the
+    sends wake; how many messages were consumed."""
+    admin = Admin(ns)
+    await admin.start()
+    await admin.create_topic("PushReplayTopic", 1)
+    await admin.shutdown()
+    got: list = []
+    consumer = PushConsumer("PushReplayGroup", ns, lambda msgs, ctx: got.extend(msgs) or None,
+                            consume_from_where="CONSUME_FROM_FIRST_OFFSET", suspend_ms=3000,
+                            rebalance_interval=1.0)
+    consumer.subscribe("PushReplayTopic")
+    await consumer.start()
+    producer = Producer("PushReplayProducer", ns)
+    await producer.start()
+    await task.deferLater(reactor, 1.0, lambda: None)  # the consumer's pull is suspended
+    for i in range(3):
+        await producer.send(Message("PushReplayTopic", f"p{i}".encode()))
+        await task.deferLater(reactor, 0.3, lambda: None)
+    await task.deferLater(reactor, 1.0, lambda: None)
+    await producer.shutdown()
+    await consumer.shutdown()
+    return len(got)
+
+
+@pytest_twisted.ensureDeferred
+async def test_push_consumer_session_replays_with_long_polling(tmp_path, fresh):
+    """A push consumer's suspended pulls, woken by sends recorded after them, replay: the sends
+    are not held back by the suspended pull, 0 differed."""
+    path = tmp_path / "push.rec"
+    c = cluster(tmp_path / "push", record=str(path))
+    await c.start()
+    try:
+        assert await push_session(namesrv_addr(c)) == 3
+    finally:
+        await c.stop()
+    plan = build_plan(path.read_bytes())
+    woken = [ex for ex in plan.compared if ex.request.code == RequestCode.PULL_MESSAGE
+             and any(later.number > ex.number and later.sent_entry < ex.answered_entry
+                     for later in plan.exchanges)]
+    assert woken, "no pull was outstanding while later requests went out"
+    result = await replay(reactor, plan, namesrv_addr(fresh))
+    blocks = "\n".join(line for o in result.outcomes if not o.matched for line in describe(o))
+    assert result.differed == 0, blocks
