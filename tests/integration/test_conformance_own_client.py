@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from twisted.internet import reactor, task
 
 from rocketmq_emu.client.blocking import run_blocking
 from rocketmq_emu.client.message import Message
@@ -79,7 +80,8 @@ def test_ordinary_use_of_our_client_earns_no_finding(rocketmq):
     """Sends, batches, delays, push/pull/lite pull consumers, transactions and request-reply of
     rocketmq_emu.client, watched as JAVA clients: no error (strict mode), no warning, no info."""
     _use_everything(rocketmq)
-    time.sleep(0.5)  # the closed connections' session rules run
+    # The closed connections' session rules run while the reactor does.
+    run_blocking(task.deferLater, reactor, 0.5, lambda: None)
     clients = run_blocking(rocketmq.cluster.conformance.snapshot)["clients"]
     assert len(clients) >= 6 and {c["language"] for c in clients} == {"JAVA"}, clients
     assert rocketmq.conformance("error") == []
