@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from conformance_support import forget_findings, settled_findings
 from interop_support import (
     TEST_COMMITLOG_SIZE,
     ClientLauncher,
@@ -212,3 +213,20 @@ def test_fifo_push_consumer_forwards_to_the_dead_letter_queue(sdk):
     dlq = wait_dlq(sdk.emulator, group)
     cons.stop()
     assert [m["body"] for m in dlq] == [sent.events("sent")[0]["body"]], cons.diagnostics()
+
+
+def test_conformance_of_a_producer_and_simple_consumer_has_no_error(sdk):
+    """A 5.x Node producer and SimpleConsumer earn no conformance error (GET /conformance); the
+    SDK is listed with the language it sends, x-mq-language "HTTP" (BaseClient.js), not
+    NODE_JS."""
+    topic, group = unique("N5Conf"), unique("GID_N5Conf")
+    update_topic(sdk.emulator, topic)
+    forget_findings(sdk.emulator)
+    cons = _consumer(sdk, "sdk5_node_simple_consumer.js", topic=topic, group=group, expect=2)
+    prod = _produce(sdk, topic=topic, count=2, tag="TagA", body_prefix="conf")
+    assert len(prod.events("sent")) == 2, prod.diagnostics()
+    cons.wait(40)
+    assert len(cons.events("acked")) == 2, cons.diagnostics()
+    report = settled_findings(sdk.emulator)
+    assert [f for f in report["findings"] if f["severity"] == "error"] == []
+    assert {(c["language"], c["version"]) for c in report["clients"]} == {("HTTP", "1.0.8")}

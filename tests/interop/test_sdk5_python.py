@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from conformance_support import forget_findings, settled_findings
 from interop_support import (
     TEST_COMMITLOG_SIZE,
     ClientLauncher,
@@ -309,3 +310,19 @@ def test_message_sent_over_remoting_is_received_by_the_5x_simple_consumer(both):
     assert [e["body"] for e in got] == ["r2g-0", "r2g-1", "r2g-2"], cons.diagnostics()
     assert [e["keys"] for e in got] == [["key-0"], ["key-1"], ["key-2"]]
     assert {e["tag"] for e in got} == {"TagA"} and not any(e["corrupted"] for e in got)
+
+
+def test_conformance_of_a_producer_and_simple_consumer_has_no_error(sdk):
+    """A 5.x producer and SimpleConsumer earn no conformance error (GET /conformance), and the
+    SDK is listed as a PYTHON client."""
+    topic, group = unique("S5Conf"), unique("GID_S5Conf")
+    update_topic(sdk.emulator, topic)
+    forget_findings(sdk.emulator)
+    cons = _consumer(sdk, "sdk5_py_simple_consumer.py", topic=topic, group=group, expect=2)
+    prod = _produce(sdk, topic=topic, count=2, tag="TagA", body_prefix="conf")
+    assert len(prod.events("sent")) == 2, prod.diagnostics()
+    cons.wait(40)
+    assert len(cons.events("acked")) == 2, cons.diagnostics()
+    report = settled_findings(sdk.emulator)
+    assert [f for f in report["findings"] if f["severity"] == "error"] == []
+    assert "PYTHON" in {c["language"] for c in report["clients"]}, report["clients"]
