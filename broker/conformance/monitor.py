@@ -31,6 +31,7 @@ from rocketmq_emu.broker.conformance.session_rules import MaxOffset, SessionRule
 from rocketmq_emu.broker.remoting.codes import RequestCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.broker.remoting.dispatcher import RequestDispatcher, RequestEvent
+from rocketmq_emu.broker.remoting.protocol import RemotingProtocol
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +178,10 @@ class ConformanceMonitor:
 
     def _on_broker_request(self, sessions: SessionRules, max_offset: MaxOffset | None,
                            on_close: Callable[[int], None], event: RequestEvent) -> None:
+        if not isinstance(event.conn, RemotingProtocol):
+            # A request the gRPC proxy makes for a 5.x SDK (POP_MESSAGE for a
+            # ReceiveMessage...): the SDK did not send it; the gRPC observer judges its call.
+            return
         cmd = event.command
         code = cmd.code
         now_ms = int(event.time * 1000)

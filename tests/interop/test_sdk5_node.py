@@ -215,8 +215,8 @@ def test_fifo_push_consumer_forwards_to_the_dead_letter_queue(sdk):
     assert [m["body"] for m in dlq] == [sent.events("sent")[0]["body"]], cons.diagnostics()
 
 
-def test_conformance_of_a_producer_and_simple_consumer_has_no_error(sdk):
-    """A 5.x Node producer and SimpleConsumer earn no conformance error (GET /conformance); the
+def test_conformance_of_a_producer_and_simple_consumer_has_no_error_or_warning(sdk):
+    """A 5.x Node producer and SimpleConsumer earn no conformance error or warning (GET /conformance); the
     SDK is listed with the language it sends, x-mq-language "HTTP" (BaseClient.js), not
     NODE_JS."""
     topic, group = unique("N5Conf"), unique("GID_N5Conf")
@@ -228,5 +228,5 @@ def test_conformance_of_a_producer_and_simple_consumer_has_no_error(sdk):
     cons.wait(40)
     assert len(cons.events("acked")) == 2, cons.diagnostics()
     report = settled_findings(sdk.emulator)
-    assert [f for f in report["findings"] if f["severity"] == "error"] == []
+    assert [f for f in report["findings"] if f["severity"] in ("error", "warning")] == []
     assert {(c["language"], c["version"]) for c in report["clients"]} == {("HTTP", "1.0.8")}

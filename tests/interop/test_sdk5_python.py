@@ -312,8 +312,8 @@ def test_message_sent_over_remoting_is_received_by_the_5x_simple_consumer(both):
     assert {e["tag"] for e in got} == {"TagA"} and not any(e["corrupted"] for e in got)
 
 
-def test_conformance_of_a_producer_and_simple_consumer_has_no_error(sdk):
-    """A 5.x producer and SimpleConsumer earn no conformance error (GET /conformance), and the
+def test_conformance_of_a_producer_and_simple_consumer_has_no_error_or_warning(sdk):
+    """A 5.x producer and SimpleConsumer earn no conformance error or warning (GET /conformance), and the
     SDK is listed as a PYTHON client."""
     topic, group = unique("S5Conf"), unique("GID_S5Conf")
     update_topic(sdk.emulator, topic)
@@ -324,5 +324,5 @@ def test_conformance_of_a_producer_and_simple_consumer_has_no_error(sdk):
     cons.wait(40)
     assert len(cons.events("acked")) == 2, cons.diagnostics()
     report = settled_findings(sdk.emulator)
-    assert [f for f in report["findings"] if f["severity"] == "error"] == []
+    assert [f for f in report["findings"] if f["severity"] in ("error", "warning")] == []
     assert "PYTHON" in {c["language"] for c in report["clients"]}, report["clients"]
