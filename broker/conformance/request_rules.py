@@ -142,7 +142,9 @@ class _Header:
         for wires, digits in ((self.ints, 10), (self.longs, 19)):
             for wire in wires:
                 value = get(wire)
-                if value is not None and not (value.isdecimal() and len(value) < digits):
+                if value is not None and not (value.isdecimal() and len(value) < digits) \
+                        and not (value[:1] == "-" and value[1:].isdecimal()
+                                 and len(value) <= digits):  # Java's -1: "not committing"
                     return False
         return True
 

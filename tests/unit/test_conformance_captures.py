@@ -1,6 +1,7 @@
 """Conformance rules on what real clients sent (tests/fixtures/frames/requests.json, taken from
 the shared captures): the Java client 4.9.8 is the reference and gets no error or warning; the
-C++ clients' batch flag is an error naming the field and "1" (issue 17)."""
+C++ clients' batch flag is an error naming the field and "1"; each finding kind is shown on a
+captured Java request changed in one place (issue 17)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from rocketmq_emu.broker.conformance.findings import ERROR, WARNING, Observation
+from rocketmq_emu.broker.conformance.findings import ERROR, INFO, WARNING, Observation
 from rocketmq_emu.broker.conformance.message_rules import check_send
 from rocketmq_emu.broker.conformance.monitor import SEND_CODES
 from rocketmq_emu.broker.conformance.request_rules import check_request
+from rocketmq_emu.broker.conformance.session_rules import SessionRules
 from rocketmq_emu.broker.remoting.codes import SERIALIZE_JSON, SERIALIZE_ROCKETMQ
 from rocketmq_emu.broker.remoting.command import coerce_ext_fields
 
@@ -67,3 +69,108 @@ def test_cpp_clients_add_a_key_the_java_client_does_not_send() -> None:
 def test_javascript_clients_get_no_error(client: str) -> None:
     """ali-ons and rocketmq-nodejs send nothing the Java broker misreads."""
     assert [o for o in observations(client) if o.severity == ERROR] == []
+
+
+# --- each finding kind on a captured Java request, changed in one place --------------------------
+def java_request(code: int) -> tuple[dict[str, str], bytes]:
+    """The first request of ``code`` the Java client 4.9.8 sent whose whole frame was captured:
+    its extFields and body."""
+    for req in json.loads(REQUESTS.read_text())["java-4.9.8"]:
+        if req["header"]["code"] == code and req["body_hex"] is not None:
+            return coerce_ext_fields(req["header"].get("extFields")), bytes.fromhex(
+                req["body_hex"])
+    raise LookupError(code)
+
+
+def judged(code: int, ext: dict[str, str], body: bytes = b"x", language: str = "JAVA",
+           version: int = 409) -> set[tuple[str, str]]:
+    """(kind, severity) of what the request and message rules find."""
+    found = check_request(code, language, version, SERIALIZE_JSON, ext)
+    if code in SEND_CODES:
+        found += check_send(code, ext, body)
+    return {(o.kind, o.severity) for o in found}
+
+
+def _send() -> tuple[dict[str, str], bytes]:
+    return java_request(310)
+
+
+@pytest.mark.parametrize(("kind", "severity", "change"), [
+    ("header.boolean", ERROR, lambda e, b: ({**e, "m": "1"}, b)),
+    ("header.boolean", WARNING, lambda e, b: ({**e, "k": "0"}, b)),
+    ("header.number", ERROR, lambda e, b: ({**e, "e": "zero"}, b)),
+    ("header.missing", ERROR, lambda e, b: ({k: v for k, v in e.items() if k != "a"}, b)),
+    ("header.unknown", INFO, lambda e, b: ({**e, "OnsChannel": "ALIYUN"}, b)),
+    ("message.topic", ERROR, lambda e, b: ({**e, "b": "Topic Test"}, b)),
+    ("message.property.reserved", ERROR, lambda e, b: ({**e, "i": e["i"] + "\u0002x"}, b)),
+    ("message.body.size", ERROR, lambda e, b: (e, b"x" * (4 * 1024 * 1024 + 1))),
+    ("message.body.size", WARNING, lambda e, b: (e, b"")),
+    ("message.delay", ERROR, lambda e, b: ({**e, "i": e["i"] + "\u0002DELAY\u0001soon"}, b)),
+    ("message.delay", WARNING, lambda e, b: ({**e, "i": e["i"] + "\u0002DELAY\u000120"}, b)),
+    ("message.tags", WARNING, lambda e, b: ({**e, "i": e["i"].replace("TagA", "A||B")}, b)),
+])
+def test_each_finding_kind_on_a_changed_java_send(kind: str, severity: str, change) -> None:
+    """The captured Java send, changed in one place, earns exactly that finding."""
+    ext, body = _send()
+    assert judged(310, ext, body) == set()
+    assert (kind, severity) in judged(310, *change(ext, body))
+
+
+def test_batch_code_without_batch_flag_is_an_error_on_a_java_batch_header() -> None:
+    """A 320 whose m flag is not true (the Java client's batch header changed) is an error."""
+    ext, _body = _send()
+    assert ("message.batch", ERROR) in judged(320, {**ext, "m": "false"}, b"")
+
+
+@pytest.mark.parametrize(("kind", "severity", "code", "language", "version"), [
+    ("request.code", ERROR, 4242, "JAVA", 409),
+    ("request.code", WARNING, 200050, "JAVA", 409),
+    ("request.language", ERROR, 105, "COBOL", 409),
+    ("request.version", WARNING, 105, "JAVA", 7),
+])
+def test_request_kinds_on_a_java_route_query(kind: str, severity: str, code: int,
+                                             language: str, version: int) -> None:
+    """The captured route query under another code, language or version earns that finding."""
+    ext, _body = java_request(105)
+    assert judged(105, ext) == set()
+    assert (kind, severity) in judged(code, ext, language=language, version=version)
+
+
+def test_session_kinds_on_captured_java_requests() -> None:
+    """The Java client's heartbeat, pull, offset commit, unregister and END_TRANSACTION drive
+    every session finding when changed in time or value, and none as captured."""
+    heartbeat = json.loads(java_request(34)[1])
+    consumer = json.dumps({**heartbeat, "consumerDataSet": [{"groupName": "GID_TEST"}]}).encode()
+    pull, _ = java_request(11)
+    commit, _ = java_request(15)
+    end, _ = java_request(37)
+    rules = SessionRules()
+    assert rules.on_request("c", 34, {}, consumer, 0) == []
+    assert rules.on_request("c", 11, pull, b"", 1_000, max_offset=lambda t, q: 10) == []
+    assert rules.on_request("c", 15, commit, b"", 2_000, max_offset=lambda t, q: 10) == []
+    seen = {(o.kind, o.severity) for o in
+            rules.on_request("c", 11, {**pull, "suspendTimeoutMillis": "60000"}, b"", 3_000)
+            + rules.on_request("c", 15, {**commit, "commitOffset": "99"}, b"", 4_000,
+                               max_offset=lambda t, q: 10)
+            + rules.on_request("c", 34, {}, consumer, 200_000)}
+    rules.on_check_sent("c", {"commitLogOffset": end["commitLogOffset"]}, 200_000)
+    assert rules.overdue(230_000) == []
+    seen |= {(o.kind, o.severity) for _c, o in rules.overdue(261_000)}
+    seen |= {(o.kind, o.severity) for o in rules.on_close("c", 262_000)}
+    assert seen == {("session.suspend", WARNING), ("session.offset", WARNING),
+                    ("session.heartbeat", ERROR), ("session.check", WARNING),
+                    ("session.unregister", WARNING)}
+
+
+def test_java_unregister_and_check_answer_leave_no_session_finding() -> None:
+    """With the captured UNREGISTER_CLIENT and END_TRANSACTION, the session closes clean."""
+    heartbeat = json.loads(java_request(34)[1])
+    consumer = json.dumps({**heartbeat, "consumerDataSet": [{"groupName": "GID_TEST"}]}).encode()
+    end, _ = java_request(37)
+    rules = SessionRules()
+    rules.on_request("c", 34, {}, consumer, 0)
+    rules.on_check_sent("c", {"commitLogOffset": end["commitLogOffset"]}, 1_000)
+    rules.on_request("c", 37, end, b"", 2_000)
+    rules.on_request("c", 35, {"clientID": heartbeat["clientID"], "consumerGroup": "GID_TEST"},
+                     b"", 3_000)
+    assert rules.overdue(100_000) == [] and rules.on_close("c", 100_000) == []
