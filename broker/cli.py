@@ -28,6 +28,7 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 from typing import Any
 
 from rocketmq_emu.broker.cli_errors import PortRole, describe_startup_failure
@@ -228,14 +229,15 @@ def _writable_file(path: str, option: str) -> str:
 
 
 def _writable_dir(path: str, option: str) -> str:
-    """``path`` made absolute: a writable directory, or one that can be created in one
-    (checked before anything starts; one line if not)."""
+    """``path`` made absolute and created if missing, after writing a probe file in it: a
+    report that could not be written at the stop fails here instead, in one line."""
     full = os.path.abspath(os.path.expanduser(path))
-    existing = full
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing) or not os.access(existing, os.W_OK):
-        raise CliError(f"{option} {path}: cannot write in {existing}")
+    try:
+        os.makedirs(full, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=full, prefix=".probe-"):
+            pass
+    except OSError as e:
+        raise CliError(f"{option} {path}: cannot write there ({e.strerror or e})") from None
     return full
 
 
