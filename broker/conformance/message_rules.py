@@ -31,7 +31,6 @@ Pure: values in, observations out; never raises.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,6 +51,7 @@ from rocketmq_emu.broker.message import (
 from rocketmq_emu.broker.processors.batch_codec import decode_batch
 from rocketmq_emu.broker.processors.common import NOT_ALLOWED_SEND_TOPICS, validate_topic
 from rocketmq_emu.broker.remoting.codes import RequestCode
+from rocketmq_emu.broker.remoting.headers.base import parse_java_bool, parse_java_int
 
 #: ``MessageStoreConfig.messageDelayLevel`` has 18 entries by default.
 MAX_DELAY_LEVEL = 18
@@ -72,8 +72,6 @@ _KEYS = {
 }
 _REPLY_CODES = (RequestCode.SEND_REPLY_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2)
 _TIMER_PROPERTIES = (PROPERTY_TIMER_DELIVER_MS, PROPERTY_TIMER_DELAY_SEC, PROPERTY_TIMER_DELAY_MS)
-_JAVA_INT = re.compile(r"[+-]?\d+")
-_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 _SEP_NAMES = {"\u0001": "\\u0001", "\u0002": "\\u0002"}
 
 
@@ -87,15 +85,17 @@ def show(value: Any) -> str:
 
 def java_int(text: str | None) -> int | None:
     """``Integer.parseInt``: the value, or None where Java throws NumberFormatException."""
-    if text is None or _JAVA_INT.fullmatch(text) is None:
+    if text is None:
         return None
-    value = int(text)
-    return value if _INT_MIN <= value <= _INT_MAX else None
+    try:
+        return parse_java_int(text)
+    except ValueError:
+        return None
 
 
 def java_bool(text: str | None) -> bool:
     """``Boolean.parseBoolean``: true only for ``"true"`` in any case."""
-    return text is not None and text.lower() == "true"
+    return text is not None and parse_java_bool(text)
 
 
 def _delays(raw: str) -> bool:
