@@ -192,7 +192,7 @@ OPENAPI: dict = {
         "/conformance": {
             "get": _op("Conformance findings: what each client sent that Apache RocketMQ's Java "
                        "client 4.9.8 does not, as {findings: [{clientId, address, language, "
-                       "version, kind, severity (error, warning, info), code, field, sent, "
+                       "version (an MQVersion ordinal; a 5.x SDK's version string), kind, severity (error, warning, info), code, field, sent, "
                        "expected, message, javaClass, firstSeen, lastSeen, count}], summary: "
                        "{error, warning, info}, clients: [{clientId, language, version, error, "
                        "warning, info}]}"),
