@@ -8,6 +8,7 @@ clients with their counts per severity, then every finding.
 
 from __future__ import annotations
 
+import datetime
 import html
 import json
 import os
@@ -49,6 +50,14 @@ def _cell(value: Any) -> str:
     return f"<td>{html.escape('' if value is None else str(value))}</td>"
 
 
+def _time(epoch_ms: Any) -> str:
+    """Epoch milliseconds as UTC ``YYYY-MM-DD HH:MM:SS.mmm``."""
+    if not isinstance(epoch_ms, int):
+        return ""
+    moment = datetime.datetime.fromtimestamp(epoch_ms / 1000, datetime.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{epoch_ms % 1000:03d}"
+
+
 def render_html(report: dict[str, Any]) -> str:
     """One HTML page of ``report``: the clients, then the findings (values escaped)."""
     summary = report.get("summary", {})
@@ -67,7 +76,7 @@ def render_html(report: dict[str, Any]) -> str:
     rows += ["</table>", "<h2>Findings</h2>",
              "<table><tr><th>severity</th><th>client</th><th>language / version</th>"
              "<th>request</th><th>field</th><th>sent</th><th>expected</th><th>message</th>"
-             "<th>Java class</th><th>count</th></tr>"]
+             "<th>Java class</th><th>count</th><th>first seen</th><th>last seen</th></tr>"]
     for f in report.get("findings", []):
         severity = str(f.get("severity", ""))
         code = f.get("code")
@@ -75,6 +84,7 @@ def render_html(report: dict[str, Any]) -> str:
         rows.append(f'<tr class="{html.escape(severity)}">' + "".join(_cell(v) for v in (
             severity, f.get("clientId"), f"{f.get('language')} / {f.get('version')}", request,
             f.get("field"), f.get("sent"), f.get("expected"), f.get("message"),
-            f.get("javaClass"), f.get("count"))) + "</tr>")
+            f.get("javaClass"), f.get("count"), _time(f.get("firstSeen")),
+            _time(f.get("lastSeen")))) + "</tr>")
     rows += ["</table>", "</body></html>", ""]
     return "\n".join(rows)

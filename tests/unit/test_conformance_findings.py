@@ -82,3 +82,12 @@ def test_html_names_the_request_code() -> None:
     log = Findings()
     log.add(CPP, OBS, 1)
     assert "10 SEND_MESSAGE" in render_html(log.to_json())
+
+
+def test_html_shows_first_and_last_time_seen() -> None:
+    """The page gives each finding's first and last time (UTC)."""
+    log = Findings()
+    log.add(CPP, OBS, 1_700_000_000_123)
+    log.add(CPP, OBS, 1_700_000_060_000)
+    page = render_html(log.to_json())
+    assert "2023-11-14 22:13:20.123" in page and "2023-11-14 22:14:20.000" in page
