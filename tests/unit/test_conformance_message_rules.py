@@ -4,7 +4,6 @@ broker."""
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
@@ -18,8 +17,7 @@ from rocketmq_emu.broker.message import properties_to_string
 from rocketmq_emu.broker.processors.batch_codec import BatchMessage, encode_batch
 
 SEND_CODES = (10, 310, 320, 324, 325)
-CAPTURE = (Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "captures"
-           / "java-4.9.8.txt")
+REQUESTS = Path(__file__).resolve().parents[1] / "fixtures" / "frames" / "requests.json"
 #: What the Java 4.9.8 client sends for one message (properties in its order).
 JAVA_PROPS = properties_to_string({"KEYS": "key1", "UNIQ_KEY": "FD00000000000000000000000000000",
                                    "WAIT": "true", "TAGS": "TagA"})
@@ -373,36 +371,23 @@ def test_check_send_never_raises_on_wellformed_batches(messages):
     assert all(o.kind != "message.check" for o in obs)
 
 
-def java_send_frames() -> list[tuple[int, dict[str, str], bytes | None]]:
-    """(code, extFields, body or None when the capture holds only part of it) of every send
-    frame in the Java 4.9.8 capture."""
-    frames: list[tuple[int, dict[str, str], bytes | None]] = []
-    body_len = 0
-    for line in CAPTURE.read_text().splitlines():
-        if line.startswith("--- "):
-            body_len = int(line.rsplit("body_len=", 1)[1])
-        elif line.startswith("header: "):
-            header, _ = json.JSONDecoder().raw_decode(line[len("header: "):])
-            frames.append((header["code"], header.get("extFields") or {}, None))
-        elif line.startswith("body: ") and frames:
-            body = ast.literal_eval(line[len("body: "):])
-            if len(body) == body_len:
-                code, ext, _ = frames[-1]
-                frames[-1] = (code, ext, body)
-        if line.startswith("header: ") and body_len == 0:
-            code, ext, _ = frames[-1]
-            frames[-1] = (code, ext, b"")
-    return [f for f in frames if f[0] in SEND_CODES]
+def java_send_frames() -> list[tuple[int, dict[str, str], bytes]]:
+    """(code, extFields, body) of every send frame in the Java 4.9.8 capture
+    (tests/fixtures/frames/requests.json, every body whole)."""
+    frames = []
+    for req in json.loads(REQUESTS.read_text())["java-4.9.8"]:
+        header = req["header"]
+        if header["code"] in SEND_CODES:
+            frames.append((header["code"], header.get("extFields") or {},
+                           bytes.fromhex(req["body_hex"])))
+    return frames
 
 
-@pytest.mark.skipif(not CAPTURE.exists(), reason="no captures")
 def test_java_client_frames_give_no_error_and_no_warning():
-    """Every send frame the Java 4.9.8 client sent passes without error or warning (headers
-    only where the capture cut the body)."""
+    """Every send frame the Java 4.9.8 client sent (its 310 sends and 320 batch, whole)
+    passes without error or warning."""
     frames = java_send_frames()
     assert {code for code, _, _ in frames} >= {310, 320}
     for code, ext, body in frames:
-        obs = check_send(code, ext, body if body is not None else b"?")
-        if body is None:
-            obs = [o for o in obs if not o.field.startswith("body")]
+        obs = check_send(code, ext, body)
         assert [o for o in obs if o.severity in (ERROR, WARNING)] == [], (code, ext)
