@@ -174,3 +174,22 @@ def test_java_unregister_and_check_answer_leave_no_session_finding() -> None:
     rules.on_request("c", 35, {"clientID": heartbeat["clientID"], "consumerGroup": "GID_TEST"},
                      b"", 3_000)
     assert rules.overdue(100_000) == [] and rules.on_close("c", 100_000) == []
+
+
+def test_java_sessions_as_captured_leave_no_session_finding() -> None:
+    """The Java client's broker connections, replayed through the session rules in order and
+    closed, earn nothing (it heartbeats and unregisters before closing)."""
+    rules = SessionRules()
+    found: list[Observation] = []
+    connections = set()
+    for req in json.loads(REQUESTS.read_text())["java-4.9.8"]:
+        if req["connection"].endswith("->ns"):
+            continue
+        connections.add(req["connection"])
+        header = req["header"]
+        found += rules.on_request(req["connection"], header["code"],
+                                  coerce_ext_fields(header.get("extFields")),
+                                  bytes.fromhex(req["body_hex"]), 0)
+    for conn in connections:
+        found += rules.on_close(conn, 1_000)
+    assert len(connections) > 3 and found == []
