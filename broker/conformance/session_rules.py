@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from rocketmq_emu.broker import jsonutil
-from rocketmq_emu.broker.conformance.findings import ERROR, WARNING, Observation
+from rocketmq_emu.broker.conformance.findings import ERROR, INFO, WARNING, Observation
 from rocketmq_emu.broker.remoting.codes import RequestCode
 
 #: ``ClientConfig.heartbeatBrokerInterval``.
@@ -60,6 +60,40 @@ class _Session:
     no_heartbeat_noted: bool = False
     consumer_groups: set[str] = field(default_factory=set)
     checks: dict[str, int] = field(default_factory=dict)
+
+
+#: The enums of a heartbeat's ``ConsumerData``, in ordinal order (4.9.8).
+HEARTBEAT_ENUMS = {
+    "consumeType": ("CONSUME_ACTIVELY", "CONSUME_PASSIVELY"),
+    "messageModel": ("BROADCASTING", "CLUSTERING"),
+    "consumeFromWhere": ("CONSUME_FROM_LAST_OFFSET",
+                         "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
+                         "CONSUME_FROM_MIN_OFFSET", "CONSUME_FROM_MAX_OFFSET",
+                         "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP"),
+}
+_CONSUMER_DATA = "org.apache.rocketmq.common.protocol.heartbeat.ConsumerData"
+
+
+def _heartbeat_enums(consumer: Mapping[str, object]) -> list[Observation]:
+    """A ``ConsumerData``'s enums: the Java client writes their names; fastjson also reads an
+    ordinal (the C++ clients send numbers, in the same order), but nothing else."""
+    found = []
+    for key, names in HEARTBEAT_ENUMS.items():
+        value = consumer.get(key)
+        if value is None or value in names:
+            continue
+        if type(value) is int and 0 <= value < len(names):
+            found.append(Observation(
+                "body.heartbeat", INFO, RequestCode.HEART_BEAT, key, str(value), names[value],
+                f"{key} sent as the ordinal {value}; the broker reads it as {names[value]}, the "
+                "name the Java client writes", _CONSUMER_DATA))
+        else:
+            found.append(Observation(
+                "body.heartbeat", ERROR, RequestCode.HEART_BEAT, key, str(value)[:40],
+                " | ".join(names),
+                f"{key} {str(value)[:40]!r} is no {key} the broker can read: the consumer's "
+                "registration fails or takes no value", _CONSUMER_DATA))
+    return found
 
 
 def _int(value: str | None) -> int | None:
@@ -164,8 +198,10 @@ class SessionRules:
         except Exception:  # a body the broker cannot read is the header/body rules' business
             data = {}
         for consumer in (data.get("consumerDataSet") or []) if isinstance(data, dict) else []:
-            if isinstance(consumer, dict) and consumer.get("groupName"):
-                session.consumer_groups.add(str(consumer["groupName"]))
+            if isinstance(consumer, dict):
+                if consumer.get("groupName"):
+                    session.consumer_groups.add(str(consumer["groupName"]))
+                found += _heartbeat_enums(consumer)
         return found
 
     def _no_heartbeat(self, session: _Session, now_ms: int) -> list[Observation]:

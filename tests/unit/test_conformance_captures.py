@@ -193,3 +193,22 @@ def test_java_sessions_as_captured_leave_no_session_finding() -> None:
     for conn in connections:
         found += rules.on_close(conn, 1_000)
     assert len(connections) > 3 and found == []
+
+
+@pytest.mark.parametrize(("client", "infos"), [
+    ("java-4.9.8", set()), ("ali-ons", set()),
+    ("rocketmq-py044", {("consumeType", "0"), ("consumeType", "1"), ("messageModel", "1"),
+                        ("consumeFromWhere", "0")}),
+    ("rocketmq-python-cvs", {("consumeType", "1"), ("messageModel", "1"),
+                             ("consumeFromWhere", "0")})])
+def test_heartbeat_enums_as_captured(client: str, infos: set) -> None:
+    """The C++ clients' heartbeats give ConsumerData's enums as ordinals (info: fastjson reads
+    them right); the Java client and ali-ons write the names."""
+    rules = SessionRules()
+    found: list[Observation] = []
+    for req in json.loads(REQUESTS.read_text())[client]:
+        if req["header"]["code"] == 34:
+            found += rules.on_request(req["connection"], 34, {},
+                                      bytes.fromhex(req["body_hex"]), 0)
+    assert {(o.field, o.sent) for o in found} == infos
+    assert {(o.kind, o.severity) for o in found} <= {("body.heartbeat", INFO)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from rocketmq_emu.broker.conformance.findings import ERROR, WARNING
+from rocketmq_emu.broker.conformance.findings import ERROR, INFO, WARNING
 from rocketmq_emu.broker.conformance.session_rules import SessionRules
 
 HB = json.dumps({"clientID": "c1", "consumerDataSet": [{"groupName": "G"}],
@@ -117,3 +117,28 @@ def test_answered_check_back_is_conformant() -> None:
     rules.on_request("c", 37, {"commitLogOffset": "100", "fromTransactionCheck": "true"}, b"",
                      2_000)
     assert rules.overdue(120_000) == []
+
+
+def consumer_heartbeat(**data: object) -> bytes:
+    """A heartbeat whose one ConsumerData has ``data``."""
+    return json.dumps({"clientID": "c1", "consumerDataSet": [{"groupName": "G", **data}]}).encode()
+
+
+def test_heartbeat_enums_by_name_are_conformant() -> None:
+    """ConsumerData enums written by name, as the Java client does, give nothing."""
+    body = consumer_heartbeat(consumeType="CONSUME_PASSIVELY", messageModel="CLUSTERING",
+                              consumeFromWhere="CONSUME_FROM_FIRST_OFFSET")
+    assert SessionRules().on_request("c", 34, {}, body, 0) == []
+
+
+def test_heartbeat_enum_ordinal_is_info_naming_what_the_broker_reads() -> None:
+    """An ordinal (the C++ clients') is read by fastjson as the enum of that position: info."""
+    [obs] = SessionRules().on_request("c", 34, {}, consumer_heartbeat(consumeFromWhere=4), 0)
+    assert (obs.kind, obs.severity, obs.field, obs.sent, obs.expected) == (
+        "body.heartbeat", INFO, "consumeFromWhere", "4", "CONSUME_FROM_FIRST_OFFSET")
+
+
+def test_heartbeat_enum_out_of_range_is_an_error() -> None:
+    """A value that is neither a name nor an ordinal of the enum is an error."""
+    [obs] = SessionRules().on_request("c", 34, {}, consumer_heartbeat(messageModel=7), 0)
+    assert (obs.kind, obs.severity, obs.field) == ("body.heartbeat", ERROR, "messageModel")
