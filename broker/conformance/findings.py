@@ -96,29 +96,45 @@ def _key(client: Client, obs: Observation) -> tuple:
     return (client.client_id, client.language, obs.kind, obs.code, obs.field, obs.sent)
 
 
+#: At most this many findings and clients are kept (a long-running emulator serving many
+#: short-lived clients); past it new ones are counted in ``dropped``, known ones still counted.
+MAX_ENTRIES = 10_000
+
+
 class Findings:
     """The log of findings, one per (client, rule, code, field, value sent); thread-safe
     (the report writer and the control API read it from other threads)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
         self._lock = threading.Lock()
         self._by_key: dict[tuple, Finding] = {}
         self._clients: dict[tuple[str, str], Client] = {}
+        self.max_entries = max_entries
+        #: Findings and clients not kept because the log was full.
+        self.dropped = 0
 
     def note_client(self, client: Client) -> None:
         """Remember a client that sent something (listed even with no finding)."""
         key = (client.client_id, client.language)
         if key not in self._clients:
             with self._lock:
-                self._clients.setdefault(key, client)
+                if len(self._clients) < self.max_entries:
+                    self._clients.setdefault(key, client)
+                else:
+                    self.dropped += 1
 
     def add(self, client: Client, obs: Observation, now_ms: int) -> Finding:
-        """Record ``obs`` for ``client`` seen at ``now_ms``; returns the (updated) finding."""
+        """Record ``obs`` for ``client`` seen at ``now_ms``; returns the (updated) finding
+        (a new one is not kept once the log holds ``max_entries``)."""
         key = _key(client, obs)
         with self._lock:
             found = self._by_key.get(key)
             if found is None:
-                found = self._by_key[key] = Finding(client, obs, now_ms, now_ms)
+                found = Finding(client, obs, now_ms, now_ms)
+                if len(self._by_key) < self.max_entries:
+                    self._by_key[key] = found
+                else:
+                    self.dropped += 1
             else:
                 found.count += 1
                 found.last_seen_ms = max(found.last_seen_ms, now_ms)
@@ -162,10 +178,12 @@ class Findings:
         with self._lock:
             self._by_key.clear()
             self._clients.clear()
+            self.dropped = 0
 
     def to_json(self) -> dict[str, Any]:
         """``{"findings": [...], "summary": {"error": n, "warning": n, "info": n},
-        "clients": [...]}``: what ``GET /conformance`` and ``conformance.json`` hold."""
+        "clients": [...]}`` (and ``"dropped": n`` once the log was full): what
+        ``GET /conformance`` and ``conformance.json`` hold."""
         found = self.all()
         summary = {s: 0 for s in SEVERITIES}
         clients: dict[tuple[str, str], dict[str, Any]] = {}
@@ -182,5 +200,8 @@ class Findings:
                 "clientId": c.client_id, "address": c.address, "language": c.language,
                 "version": c.version, "error": 0, "warning": 0, "info": 0})
             entry[f.severity] += 1
-        return {"findings": [f.to_json() for f in found], "summary": summary,
-                "clients": list(clients.values())}
+        out: dict[str, Any] = {"findings": [f.to_json() for f in found], "summary": summary,
+                               "clients": list(clients.values())}
+        if self.dropped:
+            out["dropped"] = self.dropped
+        return out

@@ -91,3 +91,13 @@ def test_html_shows_first_and_last_time_seen() -> None:
     log.add(CPP, OBS, 1_700_000_060_000)
     page = render_html(log.to_json())
     assert "2023-11-14 22:13:20.123" in page and "2023-11-14 22:14:20.000" in page
+
+
+def test_a_full_log_counts_what_it_drops_and_keeps_counting_known_findings() -> None:
+    """Past max_entries new findings are dropped (counted), known ones still counted."""
+    log = Findings(max_entries=1)
+    log.add(CPP, OBS, 1)
+    log.add(CPP, Observation("header.number", ERROR, 10, "queueId", "x", "", "m", "X"), 2)
+    log.add(CPP, OBS, 3)
+    report = log.to_json()
+    assert [f["count"] for f in report["findings"]] == [2] and report["dropped"] == 1
