@@ -40,43 +40,38 @@ def cvs(tmp_path_factory, emulator, pypi_rocketmq_cvs) -> dict:
         launcher.close()
 
 
-@pytest.fixture(scope="module")
-def ons(tmp_path_factory, emulator, npm_clients) -> dict:
-    """ali-ons: three sends to a created topic, a push consumer; the findings."""
-    launcher = ClientLauncher(tmp_path_factory.mktemp("ons"), emulator, None, npm_clients)
-    topic = unique("OnsConf")
+def _node_run(directory, emulator, npm_clients, name: str, create: bool) -> dict:
+    """An npm client's producer (three sends) and push consumer, ``name``_producer.js and
+    ``name``_consumer.js; the findings they earned."""
+    launcher = ClientLauncher(directory, emulator, None, npm_clients)
+    topic = unique(f"{name.capitalize()}Conf")
     try:
-        create_topic(emulator, topic)
+        if create:
+            create_topic(emulator, topic)
         forget_findings(emulator)
-        producer = launcher.run_node("ons_producer.js", topic=topic, count=3, tag="TagOns",
-                                     key_prefix="k", body_prefix="ons")
+        producer = launcher.run_node(f"{name}_producer.js", topic=topic, count=3,
+                                     tag=f"Tag{name}", key_prefix="k", body_prefix=name)
         assert len(producer.events("sent")) == 3, producer.diagnostics()
-        consumer = launcher.node("ons_consumer.js", topic=topic, group=unique("GID_ons"),
+        consumer = launcher.node(f"{name}_consumer.js", topic=topic, group=unique(f"GID_{name}"),
                                  expect=3, linger=0.5, timeout=30)
         consumer.wait(45)
         assert len(consumer.events("msg")) == 3, consumer.diagnostics()
         return settled_findings(emulator)
     finally:
         launcher.close()
+
+
+@pytest.fixture(scope="module")
+def ons(tmp_path_factory, emulator, npm_clients) -> dict:
+    """ali-ons: three sends to a created topic, a push consumer; the findings."""
+    return _node_run(tmp_path_factory.mktemp("ons"), emulator, npm_clients, "ons", create=True)
 
 
 @pytest.fixture(scope="module")
 def nodejs(tmp_path_factory, emulator, npm_clients) -> dict:
     """rocketmq-nodejs: three sends, a push consumer; the findings."""
-    launcher = ClientLauncher(tmp_path_factory.mktemp("nodejs"), emulator, None, npm_clients)
-    topic = unique("NodeConf")
-    try:
-        forget_findings(emulator)
-        producer = launcher.run_node("nodejs_producer.js", topic=topic, count=3, tag="TagNode",
-                                     key_prefix="k", body_prefix="node")
-        assert len(producer.events("sent")) == 3, producer.diagnostics()
-        consumer = launcher.node("nodejs_consumer.js", topic=topic, group=unique("GID_node"),
-                                 expect=3, linger=0.5, timeout=30)
-        consumer.wait(45)
-        assert len(consumer.events("msg")) == 3, consumer.diagnostics()
-        return settled_findings(emulator)
-    finally:
-        launcher.close()
+    return _node_run(tmp_path_factory.mktemp("nodejs"), emulator, npm_clients, "nodejs",
+                     create=False)
 
 
 def test_cvs_batch_flag_is_the_only_error(cvs):
