@@ -108,6 +108,18 @@ def check_addr(addr: str) -> str:
     return addr
 
 
+def tls_creator() -> Any:
+    """TLS trusting any server certificate, as a RocketMQ client with ``tls.enable`` in test
+    mode; one line if the ``[tls]`` extra is missing."""
+    from rocketmq_emu.broker.tls.config import NEEDS_EXTRA, tls_available
+
+    if not tls_available():
+        raise ReplayError(f"--tls: {NEEDS_EXTRA}")
+    from rocketmq_emu.broker.tls.context import InsecureClientCreator
+
+    return InsecureClientCreator()
+
+
 def run_on_reactor(fn: Any) -> Any:
     """Run ``fn(reactor)`` (a coroutine function) on the default reactor; its result, or its
     exception raised."""
@@ -135,8 +147,10 @@ def main(args: argparse.Namespace) -> int:
     try:
         namesrv = check_addr(args.namesrv)
         plan = load_plan(args.file)
+        tls = tls_creator() if args.tls else None
         result = run_on_reactor(lambda reactor: replay(
-            reactor, plan, namesrv, pace=not args.no_pace, margin=args.margin, cap=args.cap))
+            reactor, plan, namesrv, pace=not args.no_pace, margin=args.margin, cap=args.cap,
+            tls=tls))
     except ReplayError as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -164,6 +178,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--namesrv", "-n", required=True, metavar="HOST:PORT",
                    help="the name server to replay against (its brokers are asked for by name)")
     p.add_argument("--json", action="store_true", help="one JSON object per compared request")
+    p.add_argument("--tls", action="store_true",
+                   help="connect with TLS (for name servers and brokers whose tls.server.mode "
+                        "is enforcing); the recording holds the frames inside TLS either way")
     p.add_argument("--report-only", action="store_true",
                    help="exit 0 even when answers differ or the recording is damaged")
     p.add_argument("--no-pace", action="store_true",

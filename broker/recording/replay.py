@@ -131,9 +131,12 @@ async def cluster_brokers(client: RemotingClient, namesrv: str) -> list[tuple[st
 
 
 async def replay(reactor: Any, plan: Plan, namesrv: str, *, pace: bool = True,
-                 margin: float = DEFAULT_MARGIN, cap: float = DEFAULT_CAP) -> Result:
-    """Send ``plan``'s requests to ``namesrv`` and its brokers; the outcomes, in plan order."""
-    admin = RemotingClient(reactor)
+                 margin: float = DEFAULT_MARGIN, cap: float = DEFAULT_CAP,
+                 tls: Any = None) -> Result:
+    """Send ``plan``'s requests to ``namesrv`` and its brokers; the outcomes, in plan order.
+    ``tls`` (an ``IOpenSSLClientConnectionCreator``) opens every connection with TLS, for
+    targets whose ports are ``enforcing``."""
+    admin = RemotingClient(reactor, tls=tls)
     try:
         brokers = await cluster_brokers(admin, namesrv)
     finally:
@@ -166,7 +169,7 @@ async def replay(reactor: Any, plan: Plan, namesrv: str, *, pace: bool = True,
                 continue
             client = clients.get(ex.connection)
             if client is None:
-                client = clients[ex.connection] = RemotingClient(reactor)
+                client = clients[ex.connection] = RemotingClient(reactor, tls=tls)
             if ex.oneway:
                 await _quietly(client.invoke_oneway(target, RecordedRequest.of(ex)))
                 continue

@@ -24,6 +24,7 @@ from rocketmq_emu.broker.recording.replay import replay
 from rocketmq_emu.broker.remoting.codes import RequestCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.broker.remoting.protocol import RemotingServerFactory, RequestDispatcher
+from rocketmq_emu.broker.tls.config import TlsConfig, TlsMode
 from rocketmq_emu.client.admin import Admin
 from rocketmq_emu.client.message import Message, MessageQueue
 from rocketmq_emu.client.producer import Producer
@@ -330,3 +331,27 @@ async def test_push_consumer_session_replays_with_long_polling(tmp_path, fresh):
     result = await replay(reactor, plan, namesrv_addr(fresh))
     blocks = "\n".join(line for o in result.outcomes if not o.matched for line in describe(o))
     assert result.differed == 0, blocks
+
+
+@pytest_twisted.async_yield_fixture
+async def enforcing(tmp_path):
+    """A fresh emulator whose name server and broker ports take TLS only."""
+    cfg = BrokerConfig(broker_name="broker-a", listen_port=free_broker_port("127.0.0.1"),
+                       store_path_root_dir=str(tmp_path / "tls"), **TEST_BROKER_SETTINGS)
+    cfg.tls = TlsConfig(mode=TlsMode("enforcing"))
+    c = Cluster(ClusterSpec(brokers=[cfg], namesrv_port=0), reactor)
+    await c.start()
+    yield c
+    await c.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_replay_with_tls_against_an_enforcing_emulator_matches(recorded, enforcing):
+    """--tls replays the plain recording over TLS with 0 differed; without it the enforcing
+    name server refuses the connection: one line, exit 2."""
+    out, err, code = await rmq_emu("replay", str(recorded), "--namesrv",
+                                   namesrv_addr(enforcing), "--tls")
+    assert code == 0 and out.rstrip().endswith("0 differed"), out + err
+    out, err, code = await rmq_emu("replay", str(recorded), "--namesrv",
+                                   namesrv_addr(enforcing), "--no-pace")
+    assert code == 2 and len(err.strip().splitlines()) == 1, out + err
