@@ -172,7 +172,7 @@ class ConformanceMonitor:
             return
         client = self._client(event, self._forget)
         self._record(client, check_request(cmd.code, cmd.language, cmd.version,
-                                           cmd.serialize_type, cmd.ext_fields),
+                                           cmd.serialize_type, cmd.ext_fields, cmd.json_types),
                      int(event.time * 1000))
 
     def _forget(self, key: int) -> None:
@@ -189,7 +189,7 @@ class ConformanceMonitor:
         now_ms = int(event.time * 1000)
         client = self._client(event, on_close)
         found = check_request(code, cmd.language, cmd.version, cmd.serialize_type,
-                              cmd.ext_fields)
+                              cmd.ext_fields, cmd.json_types)
         if code in SEND_CODES:
             found += check_send(code, cmd.ext_fields, cmd.body, self.max_message_size)
         found += sessions.on_request(id(event.conn), code, cmd.ext_fields, cmd.body, now_ms,

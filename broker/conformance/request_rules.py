@@ -162,7 +162,8 @@ def _header_of(code: int) -> _Header | None:
 
 
 def check_request(code: int, language: str, version: int, serialize_type: int,
-                  ext_fields: Mapping[str, str]) -> list[Observation]:
+                  ext_fields: Mapping[str, str],
+                  json_types: tuple[tuple[str, str], ...] = ()) -> list[Observation]:
     """The deviations of one request from what the Java client 4.9.8 sends (see module doc).
 
     Runs on every request: the verdict on code and identity is remembered per combination,
@@ -175,9 +176,29 @@ def check_request(code: int, language: str, version: int, serialize_type: int,
         if len(_IDENTITY) < _IDENTITY_MAX:
             _IDENTITY[key] = identity
     found = list(identity)
+    if json_types:
+        found += _json_values(code, json_types)
     header = _header_of(code)
     if header is not None and not header.plain(ext_fields):
         found += _check_header(code, header.java_class, header.spec, ext_fields)
+    return found
+
+
+def _json_values(code: int, json_types: tuple[tuple[str, str], ...]) -> list[Observation]:
+    """One observation per JSON type the extFields held instead of strings, naming the keys."""
+    by_type: dict[str, list[str]] = {}
+    for key, json_type in json_types:
+        by_type.setdefault(json_type, []).append(_named(code, key))
+    found = []
+    for json_type, keys in sorted(by_type.items()):
+        read = ("as absent (a null is no value)" if json_type == "null"
+                else "as its text (fastjson turns it into a String)")
+        names = _short(", ".join(sorted(keys)))
+        found.append(Observation(
+            "header.json", INFO, code, names, json_type, "JSON strings",
+            f"extFields {names}: JSON {json_type} values; the Java client writes every value "
+            f"as a string, the broker reads each {read}",
+            "org.apache.rocketmq.remoting.protocol.RemotingCommand"))
     return found
 
 

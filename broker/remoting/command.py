@@ -156,6 +156,9 @@ class RemotingCommand:
     ext_fields: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     serialize_type: int = SERIALIZE_JSON
+    #: (key, JSON type) of the extFields a JSON header held as something other than a string
+    #: (ali-ons' numbers and booleans, a C++ client's null): what ``ext_fields`` coerced.
+    json_types: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     # --- construction ---------------------------------------------------------------------
     @classmethod
@@ -336,9 +339,18 @@ def decode_json_obj(obj: dict, body: bytes) -> RemotingCommand:
             and (remark is None or type(remark) is str)):
         code, language, version, opaque, flag, remark = _coerce_header(
             code, language, version, opaque, flag, remark)
+    fields = coerce_ext_fields(ext) if ext else {}
     # Positional arguments: this constructor runs once per frame.
-    return RemotingCommand(code, language, version, opaque, flag, remark,
-                           coerce_ext_fields(ext) if ext else {}, body, SERIALIZE_JSON)
+    cmd = RemotingCommand(code, language, version, opaque, flag, remark, fields, body,
+                          SERIALIZE_JSON)
+    if fields is not ext and ext:
+        cmd.json_types = tuple((str(k), _JSON_TYPES.get(type(v), type(v).__name__))
+                               for k, v in ext.items() if type(v) is not str)
+    return cmd
+
+
+_JSON_TYPES = {int: "number", float: "number", bool: "boolean", type(None): "null",
+               dict: "object", list: "array"}
 
 
 def _coerce_header(code: Any, language: Any, version: Any, opaque: Any, flag: Any,

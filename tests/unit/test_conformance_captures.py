@@ -212,3 +212,16 @@ def test_heartbeat_enums_as_captured(client: str, infos: set) -> None:
                                       bytes.fromhex(req["body_hex"]), 0)
     assert {(o.field, o.sent) for o in found} == infos
     assert {(o.kind, o.severity) for o in found} <= {("body.heartbeat", INFO)}
+
+
+def test_ali_ons_numbers_in_extfields_are_info_from_the_decoded_frame() -> None:
+    """ali-ons' captured pull frame holds JSON numbers: the decoder says which, an info."""
+    from rocketmq_emu.broker.remoting.command import decode
+
+    frames = json.loads((REQUESTS.parent / "frames.json").read_text())
+    [pull] = [f for f in frames if f["name"].startswith("ali-ons") and f["header"]["code"] == 11][:1]
+    cmd = decode(bytes.fromhex(pull["hex"]))
+    found = check_request(cmd.code, cmd.language, cmd.version, cmd.serialize_type,
+                          cmd.ext_fields, cmd.json_types)
+    assert [(o.kind, o.severity, o.sent) for o in found] == [("header.json", INFO, "number")]
+    assert "queueId" in found[0].field

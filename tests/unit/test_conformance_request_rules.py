@@ -123,3 +123,11 @@ def test_check_request_never_raises(code: int, language: str, version: int,
                                     ext: dict[str, str]) -> None:
     """Any request values give a list of observations, never an exception."""
     assert isinstance(check_request(code, language, version, SERIALIZE_JSON, ext), list)
+
+
+def test_json_numbers_in_extfields_are_one_info_naming_the_keys() -> None:
+    """ali-ons' numbers and booleans: one info per JSON type, naming the keys (read right)."""
+    found = check_request(34, "JAVA", 121, SERIALIZE_JSON, {},
+                          (("queueId", "number"), ("sysFlag", "number"), ("x", "boolean")))
+    assert {(o.kind, o.severity, o.field, o.sent) for o in found} == {
+        ("header.json", INFO, "queueId, sysFlag", "number"), ("header.json", INFO, "x", "boolean")}
