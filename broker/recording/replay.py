@@ -69,7 +69,8 @@ class RecordedRequest(RemotingCommand):
         """The request of ``exchange``, ready to send."""
         r = exchange.request
         return cls(r.code, r.language, r.version, r.opaque, r.flag, r.remark,
-                   dict(r.ext_fields), r.body, r.serialize_type, exchange.frame, r.opaque)
+                   dict(r.ext_fields), r.body, r.serialize_type, frame=exchange.frame,
+                   recorded_opaque=r.opaque)
 
 
 @dataclass(slots=True)
