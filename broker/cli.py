@@ -28,10 +28,15 @@ import logging
 import os
 import signal
 import sys
-import tempfile
 from typing import Any
 
-from rocketmq_emu.broker.cli_errors import PortRole, describe_startup_failure
+from rocketmq_emu.broker.cli_errors import (
+    CliError,
+    PortRole,
+    describe_startup_failure,
+    writable_dir,
+    writable_file,
+)
 from rocketmq_emu.broker.grpc import DEFAULT_GRPC_PORT
 
 log = logging.getLogger(__name__)
@@ -51,10 +56,6 @@ SUBCOMMAND_MODULES: list[tuple[str, str, str]] = [
 DEFAULT_UP_STORE = "store"
 #: The name server's listenPort default (NettyServerConfig in NamesrvStartup).
 DEFAULT_NAMESRV_PORT = 9876
-
-
-class CliError(Exception):
-    """A user error: printed without a traceback, exit status 2."""
 
 
 # --- configuration ------------------------------------------------------------------------------
@@ -216,31 +217,6 @@ def _serve(starter, roles: list[PortRole] | None = None, store_root: str | None 
 # --- subcommands ------------------------------------------------------------------------------
 
 
-def _writable_file(path: str, option: str) -> str:
-    """``path`` made absolute, checked creatable before anything starts (one line if not)."""
-    full = os.path.abspath(os.path.expanduser(path))
-    directory = os.path.dirname(full)
-    if not os.path.isdir(directory):
-        raise CliError(f"{option} {path}: directory {directory} does not exist")
-    if os.path.isdir(full) or not os.access(directory, os.W_OK) \
-            or (os.path.exists(full) and not os.access(full, os.W_OK)):
-        raise CliError(f"{option} {path}: cannot write that file")
-    return full
-
-
-def _writable_dir(path: str, option: str) -> str:
-    """``path`` made absolute and created if missing, after writing a probe file in it: a
-    report that could not be written at the stop fails here instead, in one line."""
-    full = os.path.abspath(os.path.expanduser(path))
-    try:
-        os.makedirs(full, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=full, prefix=".probe-"):
-            pass
-    except OSError as e:
-        raise CliError(f"{option} {path}: cannot write there ({e.strerror or e})") from None
-    return full
-
-
 def cmd_up(args: argparse.Namespace) -> int:
     """Name server + broker in one process, built by :mod:`rocketmq_emu.broker.cluster` (the
     wiring the test harness uses too); ``--control-port`` adds a controllable clock, fault hooks
@@ -272,9 +248,9 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     spec = up_spec(cfg, args.host, args.namesrv_port, grpc_port=args.grpc_port)
     if args.record:
-        spec.record = _writable_file(args.record, "--record")
+        spec.record = writable_file(args.record, "--record")
     if args.conformance_report:
-        spec.conformance_report = _writable_dir(args.conformance_report, "--conformance-report")
+        spec.conformance_report = writable_dir(args.conformance_report, "--conformance-report")
 
     @defer.inlineCallbacks
     def starter(reactor, services):

@@ -6,7 +6,9 @@ a bad ``broker.conf`` value, an unusable store config file (``topics.json`` ...)
 failures: :func:`describe_startup_failure` turns them into one sentence naming the port, the path
 or the file; anything else returns None and is shown with its traceback (a bug).
 Mirrors what ``BrokerStartup`` / ``NamesrvStartup`` do in Java (print the cause, ``exit(-1)``),
-minus the stack trace. The exception classes are imported only when a start has failed, so a
+minus the stack trace. :class:`CliError` is the user error the CLI prints as its one line;
+:func:`writable_file` / :func:`writable_dir` check an output path (``--record``,
+``--conformance-report``) before anything starts. The exception classes are imported only when a start has failed, so a
 start that succeeds pays nothing for this module.
 """
 
@@ -14,8 +16,38 @@ from __future__ import annotations
 
 import errno
 import os
+import tempfile
 from collections.abc import Iterator
 from typing import Any
+
+
+class CliError(Exception):
+    """A user error: printed without a traceback, exit status 2."""
+
+
+def writable_file(path: str, option: str) -> str:
+    """``path`` made absolute, checked creatable before anything starts (one line if not)."""
+    full = os.path.abspath(os.path.expanduser(path))
+    directory = os.path.dirname(full)
+    if not os.path.isdir(directory):
+        raise CliError(f"{option} {path}: directory {directory} does not exist")
+    if os.path.isdir(full) or not os.access(directory, os.W_OK) \
+            or (os.path.exists(full) and not os.access(full, os.W_OK)):
+        raise CliError(f"{option} {path}: cannot write that file")
+    return full
+
+
+def writable_dir(path: str, option: str) -> str:
+    """``path`` made absolute and created if missing, after writing a probe file in it: a
+    report that could not be written at the stop fails here instead, in one line."""
+    full = os.path.abspath(os.path.expanduser(path))
+    try:
+        os.makedirs(full, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=full, prefix=".probe-"):
+            pass
+    except OSError as e:
+        raise CliError(f"{option} {path}: cannot write there ({e.strerror or e})") from None
+    return full
 
 
 class PortRole:

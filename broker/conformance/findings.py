@@ -169,10 +169,6 @@ class Findings:
         return sorted(found, key=lambda f: (_RANK.get(f.severity, 3), f.client.client_id,
                                             f.first_seen_ms, f.observation.kind))
 
-    def errors(self) -> list[Finding]:
-        """The findings of severity ``error``."""
-        return [f for f in self.all() if f.severity == ERROR]
-
     def clear(self) -> None:
         """Forget every finding."""
         with self._lock:

@@ -15,12 +15,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from rocketmq_emu.broker.conformance.findings import ERROR, INFO, WARNING, Observation
+from rocketmq_emu.broker.conformance.request_rules import LANGUAGES
 from rocketmq_emu.broker.grpc.convert import send_properties
 from rocketmq_emu.broker.grpc.status import Code, ProxyError
 from rocketmq_emu.broker.grpc.validate import validate_topic
-from rocketmq_emu.broker.remoting.codes import LanguageCode
 
-_LANGUAGES = frozenset(c.name for c in LanguageCode)
 _CONTEXT = "org.apache.rocketmq.proxy.grpc.v2.GrpcMessagingApplication"
 _PIPELINE = "org.apache.rocketmq.proxy.grpc.pipeline.ContextInitPipeline"
 _SEND = "org.apache.rocketmq.proxy.grpc.v2.producer.SendMessageActivity"
@@ -47,7 +46,7 @@ def _check_headers(rpc: str, headers: Mapping[str, str]) -> list[Observation]:
         found.append(Observation(
             "grpc.header", WARNING, None, "x-mq-language", "", "a LanguageCode name",
             f"{rpc} without x-mq-language: the proxy records the client as JAVA", _PIPELINE))
-    elif language.upper() not in _LANGUAGES:
+    elif language.upper() not in LANGUAGES:
         found.append(Observation(
             "grpc.header", WARNING, None, "x-mq-language", language[:40], "a LanguageCode name",
             f"x-mq-language {language[:40]!r} is not a LanguageCode name", _PIPELINE))

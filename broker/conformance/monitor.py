@@ -125,11 +125,6 @@ class ConformanceMonitor:
         self.findings.clear()
         return {"ok": True}
 
-    def errors(self) -> list[Any]:
-        """The ``error`` findings, time-only rules evaluated now."""
-        self._overdue()
-        return self.findings.errors()
-
     # --- observing -----------------------------------------------------------------------
     def _now_ms(self) -> int:
         return int(self.clock.seconds() * 1000)

@@ -17,6 +17,7 @@ import difflib
 from collections.abc import Mapping
 
 from rocketmq_emu.broker.conformance.findings import ERROR, INFO, WARNING, Observation
+from rocketmq_emu.broker.conformance.message_rules import show
 from rocketmq_emu.broker.remoting import headers as h
 from rocketmq_emu.broker.remoting.codes import (
     SERIALIZE_ROCKETMQ,
@@ -75,7 +76,8 @@ REQUEST_HEADERS: dict[int, type] = {
 #: Codes whose header uses ``SendMessageRequestHeaderV2``'s one-letter keys.
 V2_SEND_CODES = frozenset({RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE,
                            RequestCode.SEND_REPLY_MESSAGE_V2})
-_LANGUAGES = frozenset(c.name for c in LanguageCode)
+#: The ``LanguageCode`` names a request (or a 5.x SDK's ``x-mq-language``) may carry.
+LANGUAGES = frozenset(c.name for c in LanguageCode)
 _JAVA_CLIENT = "the Java client 4.9.8"
 
 
@@ -99,10 +101,6 @@ def _named(code: int, key: str) -> str:
         if meaning:
             return f"{key} ({meaning})"
     return key
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 #: (code, language, version, serialize type) -> the observations on them (bounded).
@@ -193,7 +191,7 @@ def _json_values(code: int, json_types: tuple[tuple[str, str], ...]) -> list[Obs
     for json_type, keys in sorted(by_type.items()):
         read = ("as absent (a null is no value)" if json_type == "null"
                 else "as its text (fastjson turns it into a String)")
-        names = _short(", ".join(sorted(keys)))
+        names = show(", ".join(sorted(keys)))
         found.append(Observation(
             "header.json", INFO, code, names, json_type, "JSON strings",
             f"extFields {names}: JSON {json_type} values; the Java client writes every value "
@@ -221,9 +219,9 @@ def _check_code(code: int) -> list[Observation]:
 def _check_identity(code: int, language: str, version: int,
                     serialize_type: int) -> list[Observation]:
     found = []
-    if language not in _LANGUAGES:
+    if language not in LANGUAGES:
         found.append(Observation(
-            "request.language", ERROR, code, "language", _short(str(language)),
+            "request.language", ERROR, code, "language", show(str(language)),
             "a LanguageCode name (JAVA, CPP, ...)",
             f"language {language!r} is not a LanguageCode: the Java broker cannot decode the "
             "header", "org.apache.rocketmq.remoting.protocol.LanguageCode"))
@@ -286,8 +284,8 @@ def _check_bool(code: int, java_class: str, field: str, value: str) -> list[Obse
             f'header {field}="{value}" is read by Boolean.parseBoolean as {meaning}, as meant; '
             'the Java client writes "true"/"false"', java_class)]
     return [Observation(
-        "header.boolean", ERROR, code, field, _short(value), '"true" or "false"',
-        f'header {field}="{_short(value)}" is read by Boolean.parseBoolean as false'
+        "header.boolean", ERROR, code, field, show(value), '"true" or "false"',
+        f'header {field}="{show(value)}" is read by Boolean.parseBoolean as false'
         + (": the batch body is stored as ONE message" if field.endswith(("batch", "batch)"))
            else ""), java_class)]
 
@@ -301,8 +299,8 @@ def _check_number(code: int, java_class: str, field: str, value: str, kind: str,
         what = ("the broker refuses the request" if required
                 else "the broker ignores the key and uses its default")
         return [Observation(
-            "header.number", ERROR, code, field, _short(value), f"a decimal {kind}",
-            f'header {field}="{_short(value)}" is not a {kind} for {java}: {what}', java_class)]
+            "header.number", ERROR, code, field, show(value), f"a decimal {kind}",
+            f'header {field}="{show(value)}" is not a {kind} for {java}: {what}', java_class)]
     return []
 
 
