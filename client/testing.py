@@ -61,7 +61,9 @@ from rocketmq_emu.client.control_up import Controls
 from rocketmq_emu.client.instance import default_reactor
 from rocketmq_emu.client.testing_acl import AclHome
 from rocketmq_emu.client.testing_tools import (  # noqa: F401 (re-exported)
+    TEST_BROKER_SETTINGS,
     MessageCollector,
+    broker_names,
     free_broker_port,
     free_port,
     unique,
@@ -71,26 +73,6 @@ from rocketmq_emu.client.testing_tools import (  # noqa: F401 (re-exported)
 _unique = unique
 
 log = logging.getLogger(__name__)
-
-#: Small files so a test store costs kilobytes, not the production 1 GiB commitlog.
-TEST_BROKER_SETTINGS: dict[str, Any] = {
-    "mapped_file_size_commit_log": 8 * 1024 * 1024,
-    "mapped_file_size_consume_queue": 30_000 * 20,
-    "max_hash_slot_num": 50_000,
-    "max_index_num": 200_000,
-}
-
-
-def _broker_names(first: str, count: int) -> list[str]:
-    names = [first]
-    i = 1
-    while len(names) < count:
-        candidate = f"broker-{chr(ord('a') + i)}" if i < 26 else f"broker-{i}"
-        if candidate not in names:
-            names.append(candidate)
-        i += 1
-    return names
-
 
 #: Starts tried with freshly picked broker ports when one was taken in the meantime.
 _PORT_ATTEMPTS = 3
@@ -166,7 +148,7 @@ class EmbeddedCluster:
         self.cluster_name = cluster_name
         self._namesrv_port = namesrv_port
         self.namesrv_kv_config = namesrv_kv_config
-        self._broker_names = _broker_names(broker_name, brokers)
+        self._broker_names = broker_names(broker_name, brokers)
         self._first_port = broker_port
         # A given BrokerConfig is used as is; otherwise small test files.
         self.base_config = config

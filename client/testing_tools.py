@@ -1,4 +1,5 @@
-"""Helpers of the test harness: free ports, unique names, waiting, and the message collector
+"""Helpers of the test harness: test-sized store settings, broker names, free ports, unique
+names, waiting, and the message collector
 (re-exported by :mod:`rocketmq_emu.client.testing`)."""
 
 from __future__ import annotations
@@ -13,6 +14,27 @@ from twisted.internet import defer, task
 from rocketmq_emu.client.blocking import BlockingPushConsumer, run_blocking
 from rocketmq_emu.client.instance import default_reactor
 from rocketmq_emu.client.message import MessageExt
+
+#: Small files so a test store costs kilobytes, not the production 1 GiB commitlog.
+TEST_BROKER_SETTINGS: dict[str, Any] = {
+    "mapped_file_size_commit_log": 8 * 1024 * 1024,
+    "mapped_file_size_consume_queue": 30_000 * 20,
+    "max_hash_slot_num": 50_000,
+    "max_index_num": 200_000,
+}
+
+
+def broker_names(first: str, count: int) -> list[str]:
+    """``count`` broker names: ``first``, then ``broker-b``, ``broker-c``, ... (skipping
+    ``first``)."""
+    names = [first]
+    i = 1
+    while len(names) < count:
+        candidate = f"broker-{chr(ord('a') + i)}" if i < 26 else f"broker-{i}"
+        if candidate not in names:
+            names.append(candidate)
+        i += 1
+    return names
 
 
 def _port_free(port: int, host: str = "127.0.0.1") -> bool:
