@@ -61,6 +61,7 @@ from rocketmq_emu.client.control_up import Controls
 from rocketmq_emu.client.instance import default_reactor
 from rocketmq_emu.client.testing_acl import AclHome
 from rocketmq_emu.client.testing_tools import (  # noqa: F401 (re-exported)
+    TEST_BROKER_CONF,
     TEST_BROKER_SETTINGS,
     MessageCollector,
     broker_names,

@@ -4,6 +4,8 @@ names, waiting, and the message collector
 
 from __future__ import annotations
 
+import os
+import random
 import socket
 import time
 import uuid
@@ -11,6 +13,7 @@ from typing import Any
 
 from twisted.internet import defer, task
 
+from rocketmq_emu.broker.config import snake_to_camel
 from rocketmq_emu.client.blocking import BlockingPushConsumer, run_blocking
 from rocketmq_emu.client.instance import default_reactor
 from rocketmq_emu.client.message import MessageExt
@@ -22,6 +25,11 @@ TEST_BROKER_SETTINGS: dict[str, Any] = {
     "max_hash_slot_num": 50_000,
     "max_index_num": 200_000,
 }
+
+#: The same settings as ``broker.conf`` lines, for ``rmq-emu up -c`` / ``rmq-emu broker -c``
+#: run as a subprocess (a test's store of a few MB, not 1 GiB reserved for the commitlog).
+TEST_BROKER_CONF: str = "".join(
+    f"{snake_to_camel(name)}={value}\n" for name, value in TEST_BROKER_SETTINGS.items())
 
 
 def broker_names(first: str, count: int) -> list[str]:
@@ -46,9 +54,40 @@ def _port_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
+#: The lowest port :func:`free_port` hands out (above the well-known and most registered ones).
+PORT_FLOOR = 10_000
+
+
+def _port_span() -> tuple[int, int]:
+    """[low, high) of the ports :func:`free_port` picks from: below the kernel's ephemeral
+    range, and under pytest-xdist the worker's own share of it."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            high = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        high = 32_768  # Linux's default lower bound
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw3"
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if worker[2:].isdigit() and count > 0:
+        share = (high - PORT_FLOOR) // count
+        low = PORT_FLOOR + int(worker[2:]) * share
+        return low, low + share
+    return PORT_FLOOR, high
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A currently free TCP port."""
-    with socket.socket() as s:
+    """A TCP port nothing listens on now, for a server a test starts a moment later.
+
+    Picked at random below the kernel's ephemeral range, where no outgoing connection (of any
+    process) can take it in that moment, as one bound to port 0 could be; under pytest-xdist
+    from the worker's own share of that range, so parallel workers never pick the same one."""
+    low, high = _port_span()
+    if high - low > 100:
+        for _ in range(200):
+            port = random.randrange(low, high)
+            if _port_free(port, host):
+                return port
+    with socket.socket() as s:  # the range is all taken or tiny: any free port
         s.bind((host, 0))
         return s.getsockname()[1]
 

@@ -18,25 +18,16 @@ from rocketmq_emu.broker import jsonutil
 from rocketmq_emu.broker.message import properties_to_string
 from rocketmq_emu.broker.remoting.codes import RequestCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.client import testing_tools
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The line every server command prints once it serves (a bare "ready" would match "already").
+READY = "rmq-emu: ready"
 
 
 def free_port(need_minus_two: bool = False) -> int:
     """A free loopback port (optionally with port - 2 free too, for the broker's VIP channel)."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if not need_minus_two:
-            return port
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port - 2))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no free port")
+    return testing_tools.free_broker_port() if need_minus_two else testing_tools.free_port()
 
 
 class Proc:
@@ -151,7 +142,7 @@ def start_up(tmp: Path, procs: list, *extra: str) -> tuple[Proc, str, str, Path]
     p = Proc(tmp, "up", "up", "--store", str(store), "--namesrv-port", str(ns_port),
              "--broker-port", str(broker_port), "-c", str(conf), *extra)
     procs.append(p)
-    p.wait_output("ready")
+    p.wait_output(READY)
     return p, f"127.0.0.1:{ns_port}", f"127.0.0.1:{broker_port}", store
 
 
@@ -187,7 +178,7 @@ def test_broker_alone_serves_no_grpc_unless_asked(tmp_path, procs):
                     f"storePathRootDir={tmp_path / 'b'}\n{SMALL_COMMITLOG}")
     br = Proc(tmp_path, "broker", "broker", "-n", "127.0.0.1:1", "-c", str(conf))
     procs.append(br)
-    assert "gRPC" not in br.wait_output("ready")
+    assert "gRPC" not in br.wait_output(READY)
 
 
 def test_up_broker_registers_with_its_name_server(tmp_path, procs):
@@ -226,14 +217,14 @@ def test_separate_namesrv_and_broker_with_broker_conf(tmp_path, procs):
     ns_port, broker_port = free_port(), free_port(need_minus_two=True)
     ns = Proc(tmp_path, "namesrv", "namesrv", "--port", str(ns_port))
     procs.append(ns)
-    ns.wait_output("ready")
+    ns.wait_output(READY)
     conf = tmp_path / "broker.conf"
     conf.write_text(
         f"brokerClusterName=CliCluster\nbrokerName=broker-cli\nlistenPort={broker_port}\n"
         f"storePathRootDir={tmp_path / 'bstore'}\nnoSuchKey=1\n{SMALL_COMMITLOG}")
     br = Proc(tmp_path, "broker", "broker", "-n", f"127.0.0.1:{ns_port}", "-c", str(conf))
     procs.append(br)
-    out = br.wait_output("ready")
+    out = br.wait_output(READY)
     assert "noSuchKey" in out  # unknown keys are warned about, not fatal
     route = wait_route(f"127.0.0.1:{ns_port}", "TBW102")
     (bd,) = route["brokerDatas"]
@@ -260,14 +251,14 @@ def test_enforcing_namesrv_conf_and_broker_conf_talk_tls(tmp_path, procs):
     (tmp_path / "namesrv.conf").write_text(f"listenPort={ns_port}\ntls.server.mode=enforcing\n")
     ns = Proc(tmp_path, "namesrv", "namesrv", "-c", str(tmp_path / "namesrv.conf"))
     procs.append(ns)
-    ns.wait_output("ready")
+    ns.wait_output(READY)
     conf = tmp_path / "broker.conf"
     conf.write_text(f"brokerName=broker-tls\nlistenPort={broker_port}\n"
                     f"storePathRootDir={tmp_path / 'bstore'}\ntls.server.mode=enforcing\n"
                     f"{SMALL_COMMITLOG}")
     br = Proc(tmp_path, "broker", "broker", "-n", f"127.0.0.1:{ns_port}", "-c", str(conf))
     procs.append(br)
-    br.wait_output("ready")
+    br.wait_output(READY)
     route = wait_route(f"127.0.0.1:{ns_port}", "TBW102", tls=True)
     assert route["brokerDatas"][0]["brokerName"] == "broker-tls"
     resp = rpc(f"127.0.0.1:{broker_port}", RequestCode.GET_BROKER_RUNTIME_INFO, tls=True)

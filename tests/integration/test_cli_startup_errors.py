@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from rocketmq_emu.client import testing_tools
+
 ROOT = Path(__file__).resolve().parents[2]
 #: A small commitlog: a start that gets as far as the store must not write 1 GiB.
 SMALL_CONF = f"mappedFileSizeCommitLog={1 << 20}\n"
@@ -40,11 +42,7 @@ def assert_one_line_failure(result: subprocess.CompletedProcess, *needles: str) 
 def free_port() -> int:
     """A free loopback port whose port - 2 and port + 2 are free too."""
     for _ in range(500):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port < 2000:
-            continue
+        port = testing_tools.free_port()
         try:
             for other in (port - 2, port + 2):
                 with socket.socket() as s:

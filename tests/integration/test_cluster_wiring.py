@@ -21,7 +21,12 @@ from twisted.internet.protocol import Factory, Protocol
 from rocketmq_emu.broker.cluster import Cluster, ClusterSpec
 from rocketmq_emu.broker.config import BrokerConfig
 from rocketmq_emu.client.control_up import Controls
-from rocketmq_emu.client.testing import TEST_BROKER_SETTINGS, free_broker_port, free_port
+from rocketmq_emu.client.testing import (
+    TEST_BROKER_CONF,
+    TEST_BROKER_SETTINGS,
+    free_broker_port,
+    free_port,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -150,8 +155,10 @@ sys.exit(cli.main(sys.argv[1:]))
 @pytest.mark.parametrize("control", [False, True], ids=["plain", "control-port"])
 def test_up_builds_its_cluster_with_the_production_wiring(tmp_path, control):
     """`up` (with or without --control-port) starts a broker.cluster.Cluster; no harness module loads."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text(TEST_BROKER_CONF)
     argv = ["up", "--grpc-port", "0", "--store", str(tmp_path / "s"), "--namesrv-port", str(free_port()),
-            "--broker-port", str(free_broker_port())]
+            "--broker-port", str(free_broker_port()), "-c", str(conf)]
     if control:
         argv += ["--control-port", str(free_port())]
     out = subprocess.run([sys.executable, "-c", SCRIPT, *argv], cwd=ROOT, capture_output=True,
@@ -181,9 +188,11 @@ class running_up:  # noqa: N801 (used as a context manager, like open())
     def __init__(self, tmp_path: Path, store: Path) -> None:
         self.log = tmp_path / "up.log"
         self.control = free_port()
+        conf = tmp_path / "broker.conf"
+        conf.write_text(TEST_BROKER_CONF)
         self.argv = [sys.executable, "-m", "rocketmq_emu.broker.cli", "up", "--grpc-port", "0", "--store", str(store),
                      "--namesrv-port", str(free_port()), "--broker-port", str(free_broker_port()),
-                     "--control-port", str(self.control)]
+                     "--control-port", str(self.control), "-c", str(conf)]
 
     def __enter__(self) -> str:
         self.out = open(self.log, "wb")  # noqa: SIM115 - closed in __exit__

@@ -260,7 +260,7 @@ def test_up_writes_the_conformance_report_when_stopped(tmp_path):
             cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
-        while "ready" not in log.read_text(errors="replace"):
+        while "rmq-emu: ready" not in log.read_text(errors="replace"):
             assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.1)
         assert _blocking_send(f"127.0.0.1:{broker}", cpp_send(unique("T"), "1")) == 0

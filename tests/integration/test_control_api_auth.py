@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from control_api_support import call
 
-from rocketmq_emu.client.testing import free_broker_port, free_port
+from rocketmq_emu.client.testing import TEST_BROKER_CONF, free_broker_port, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,9 +44,12 @@ def run_up(tmp_path: Path, *extra: str) -> Iterator[tuple[str, str]]:
     (base URL over 127.0.0.1, its output so far); stopped with SIGINT (exit 0)."""
     control = free_port()
     out_path = tmp_path / "up.log"
+    conf = tmp_path / "broker.conf"
+    conf.write_text(TEST_BROKER_CONF)
     argv = [sys.executable, "-m", "rocketmq_emu.broker.cli", "up", "--grpc-port", "0",
             "--store", str(tmp_path / "store"), "--namesrv-port", str(free_port()),
-            "--broker-port", str(free_broker_port()), "--control-port", str(control), *extra]
+            "--broker-port", str(free_broker_port()), "--control-port", str(control),
+            "-c", str(conf), *extra]
     with open(out_path, "wb") as out:
         proc = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                                 env=dict(os.environ, PYTHONUNBUFFERED="1"))

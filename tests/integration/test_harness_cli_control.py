@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rocketmq_emu.client.message import Message
-from rocketmq_emu.client.testing import free_broker_port, free_port, unique
+from rocketmq_emu.client.testing import TEST_BROKER_CONF, free_broker_port, free_port, unique
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,14 +38,17 @@ def call_in_thread(fn, *args):
 @pytest.fixture
 def emulator(tmp_path):
     ns, broker, control = free_port(), free_broker_port(), free_port()
+    conf = tmp_path / "broker.conf"
+    conf.write_text(TEST_BROKER_CONF)
     log = open(tmp_path / "emu.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         [sys.executable, "-m", "rocketmq_emu.broker.cli", "up", "--grpc-port", "0", "--store", str(tmp_path / "store"),
-         "--namesrv-port", str(ns), "--broker-port", str(broker), "--control-port", str(control)],
+         "--namesrv-port", str(ns), "--broker-port", str(broker), "--control-port", str(control),
+         "-c", str(conf)],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     try:
         deadline = time.monotonic() + 60
-        while b"ready" not in (tmp_path / "emu.log").read_bytes():
+        while b"rmq-emu: ready" not in (tmp_path / "emu.log").read_bytes():
             assert proc.poll() is None, (tmp_path / "emu.log").read_text()
             assert time.monotonic() < deadline, "rmq-emu up not ready"
             time.sleep(0.1)

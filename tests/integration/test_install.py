@@ -55,7 +55,10 @@ def run_pytest(python: str, project: Path) -> subprocess.CompletedProcess:
     ``sys.path``), with no plugin autoload other than the installed entry points."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.pop("PYTHONPATH", None)
-    return subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=project,
+    # --basetemp: the inner run's temporary directories stay beside the project (pytest would
+    # otherwise number them beside the outer run's and prune the outer run's).
+    return subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "--basetemp", str(project.parent / "basetemp")], cwd=project,
                           env=env, capture_output=True, text=True, timeout=300)
 
 

@@ -30,7 +30,10 @@ def test_readme_examples_pass(tmp_path: Path) -> None:
         (tmp_path / f"test_readme_{i}.py").write_text(block)
     tests = sum(block.count("\ndef test_") + block.count("\nasync def test_") for block in blocks)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+    # --basetemp: the inner run's temporary directories stay in this test's (pytest would
+    # otherwise number them beside the outer run's and prune the outer run's).
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             "--basetemp", str(tmp_path / "basetemp")],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"{tests} passed" in result.stdout

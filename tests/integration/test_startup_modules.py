@@ -3,10 +3,11 @@ modules its start does not need (issue 12 item 5)."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
+
+from rocketmq_emu.client import testing_tools
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What the start must not import (as in tests/unit/test_startup_imports.py).
@@ -38,15 +39,7 @@ sys.exit(cli.main(sys.argv[1:]))
 
 def free_port() -> int:
     """A free loopback port whose port - 2 (the broker's VIP channel) is free too."""
-    while True:
-        with socket.socket() as s, socket.socket() as vip:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-            try:
-                vip.bind(("127.0.0.1", port - 2))
-            except OSError:
-                continue
-        return port
+    return testing_tools.free_broker_port()
 
 
 def test_up_start_imports_nothing_it_does_not_need(tmp_path):

@@ -1,5 +1,9 @@
 """On the real reactor a slow disk sync runs in the store's flush thread: timers keep firing on
-time while ``fdatasync`` takes 600 ms, and the flushed position moves once it has returned."""
+time while ``fdatasync`` takes a second, and the flushed position moves once it has returned.
+
+How late a timer may fire is bounded by half the sync: a reactor blocked by the sync would fire
+it the rest of the second late, while on a busy machine (other processes on both cores) a timer
+of a free reactor can still be tens of milliseconds late."""
 
 from __future__ import annotations
 
@@ -12,7 +16,9 @@ from twisted.internet import defer, reactor, task
 from rocketmq_emu.broker.commitlog.record import MessageRecord
 from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig, PutMessageStatus
 
-SLOW_S = 0.6
+SLOW_S = 1.0
+#: The lateness a free reactor stays under (see the module docstring).
+MAX_LATE_S = SLOW_S / 2
 
 
 def _slow_fdatasync(real):
@@ -56,7 +62,7 @@ def _lateness_during_sync(store, calls):
 
 @pytest_twisted.inlineCallbacks
 def test_slow_async_flush_does_not_block_the_reactor(tmp_path, monkeypatch):
-    """ASYNC_FLUSH: a 600 ms fdatasync leaves a 20 ms timer less than 100 ms late."""
+    """ASYNC_FLUSH: a one-second fdatasync leaves a 20 ms timer less than half a second late."""
     slow, calls = _slow_fdatasync(os.fdatasync)
     monkeypatch.setattr(os, "fdatasync", slow)
     store = _store(tmp_path)
@@ -64,7 +70,7 @@ def test_slow_async_flush_does_not_block_the_reactor(tmp_path, monkeypatch):
         for i in range(50):
             _put(store, i)
         late = yield _lateness_during_sync(store, calls)
-        assert late < 0.1, f"timer {late * 1000:.0f} ms late during a slow sync"
+        assert late < MAX_LATE_S, f"timer {late * 1000:.0f} ms late during a slow sync"
         assert store.commitlog.queue.flushed_where < store.max_physical_offset
         deadline = time.monotonic() + 10
         while store.commitlog.queue.flushed_where < store.max_physical_offset:
@@ -85,7 +91,7 @@ def test_slow_sync_flush_does_not_block_the_reactor(tmp_path, monkeypatch):
         t0 = time.monotonic()
         res = _put(store, 0)
         late = yield _lateness_during_sync(store, calls)
-        assert late < 0.1, f"timer {late * 1000:.0f} ms late during a slow sync"
+        assert late < MAX_LATE_S, f"timer {late * 1000:.0f} ms late during a slow sync"
         assert not res.flushed.called
         status = yield res.flushed
         assert status is PutMessageStatus.PUT_OK

@@ -14,6 +14,7 @@ them at, and client subprocesses that print JSON lines (fixtures in conftest.py)
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -31,6 +32,8 @@ from typing import Any
 
 import pytest
 
+from rocketmq_emu.client import testing_tools
+
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = Path(__file__).resolve().parent / "clients"
 PYPI_SPEC = "rocketmq==0.4.4"
@@ -39,7 +42,10 @@ NPM_SPECS = ("ali-ons@3.12.0", "rocketmq-nodejs@1.1.2")
 SDK5_PY_SPEC = "rocketmq-python-client==5.1.2"
 SDK5_NPM_SPEC = "rocketmq-client-nodejs@1.0.8"
 INSTALL_TIMEOUT = 600
-TEST_COMMITLOG_SIZE = 64 * 1024 * 1024
+#: The line ``rmq-emu up`` prints once it serves (a bare "ready" would match "already in use").
+READY = "rmq-emu: ready"
+#: Test-sized store files (an 8 MB commitlog, not 1 GiB reserved ahead), for every emulator.
+TEST_BROKER_CONF = testing_tools.TEST_BROKER_CONF
 
 
 def cache_dir() -> Path:
@@ -51,10 +57,24 @@ def cache_dir() -> Path:
 
 
 def install(name: str, target: Path, command: list[str], check_import: list[str] | None) -> Path:
-    """Run an installer into ``target`` once; a stamp file records a finished install."""
+    """Run an installer into ``target`` once; a stamp file records a finished install.
+
+    Parallel test workers (pytest-xdist) ask for the same client at once: a lock file beside
+    ``target`` lets one install while the others wait, then find its stamp (no worker ever
+    replaces a directory another is running a client from)."""
     stamp = target / ".rmq-emu-installed"
     if stamp.exists():
         return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(target.name + ".lock"), "wb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists():
+            return target
+        return _install_locked(name, target, command, check_import)
+
+
+def _install_locked(name: str, target: Path, command: list[str],
+                    check_import: list[str] | None) -> Path:
     tmp = target.with_name(target.name + f".tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -90,26 +110,12 @@ def install(name: str, target: Path, command: list[str], check_import: list[str]
 # --- the emulator
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def free_port_pair() -> tuple[int, int]:
-    """Two free ports: one for the name server, one for the broker whose port - 2 is free too."""
+    """Two free ports: one for the name server, one for the broker whose port - 2 is free too
+    (:mod:`rocketmq_emu.client.testing_tools`: outside the ephemeral range, the xdist worker's
+    own)."""
     for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port < 2000 or not (_port_free(port) and _port_free(port - 2)):
-            continue
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            ns = s.getsockname()[1]
+        ns, port = testing_tools.free_port(), testing_tools.free_broker_port()
         if ns not in (port, port - 2):
             return ns, port
     raise RuntimeError("no free port pair found")
@@ -152,10 +158,10 @@ def start_emulator(tmp: Path, extra: list[str] | None = None, timeout: float = 3
     if control_port is not None:
         extra += ["--control-port", str(control_port)]
     if "-c" not in extra:
-        # The default 1 GiB commit log file is pre-touched, i.e. really written: a test store
-        # (kept by pytest for three runs) does not need it.
+        # The default 1 GiB commitlog file is reserved whole when created: a test store does
+        # not need it.
         conf = tmp / "broker.conf"
-        conf.write_text(f"mappedFileSizeCommitLog={TEST_COMMITLOG_SIZE}\n")
+        conf.write_text(TEST_BROKER_CONF)
         extra += ["-c", str(conf)]
     log = open(log_path, "wb")  # noqa: SIM115 - kept open for the child's lifetime
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -172,7 +178,7 @@ def start_emulator(tmp: Path, extra: list[str] | None = None, timeout: float = 3
             pytest.fail(f"rmq-emu up exited with {proc.returncode}:\n"
                         f"{log_path.read_text(errors='replace')[-4000:]}")
         text = log_path.read_text(errors="replace")
-        if "ready" in text:
+        if READY in text:
             return Emulator(proc, f"127.0.0.1:{ns_port}", f"127.0.0.1:{broker_port}", store,
                             log_path,
                             grpc=None if grpc_port is None else f"127.0.0.1:{grpc_port}",

@@ -278,7 +278,7 @@ def test_push_consumers_split_queues_after_notify(py_clients: ClientLauncher):
 
 def test_delay_level_message_arrives_after_its_delay(py_clients: ClientLauncher):
     """A message sent with delay level 1 (1 s) reaches the consumer a second later, unchanged;
-    a plain message sent alongside arrives at once."""
+    a plain message sent alongside is not delayed."""
     topic = unique("PyDelay")
     plain = py_clients.run_python("py_producer.py", *_producer_args(topic, "sync", 1, "plain"))
     assert plain.events("sent"), plain.diagnostics()
@@ -303,4 +303,6 @@ def test_delay_level_message_arrives_after_its_delay(py_clients: ClientLauncher)
         assert m["store_timestamp"] - m["born_timestamp"] >= 1000, m
         assert m["received_ms"] - m["born_timestamp"] >= 1000, m
         assert m["received_ms"] >= m["store_timestamp"], m
-    assert msgs["plain-0"]["store_timestamp"] - msgs["plain-0"]["born_timestamp"] < 900
+    # The plain message was not scheduled: it carries no DELAY (a bound on its store time
+    # would also measure how busy the machine is).
+    assert not msgs["plain-0"]["delay"], msgs["plain-0"]

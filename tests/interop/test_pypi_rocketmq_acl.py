@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from interop_support import (
-    TEST_COMMITLOG_SIZE,
+    TEST_BROKER_CONF,
     ClientLauncher,
     create_topic,
     plain_acl_yml,
@@ -45,7 +45,7 @@ def acl_emulator(tmp_path_factory):
     (home / "conf").mkdir(parents=True)
     (home / "conf" / "plain_acl.yml").write_text(PLAIN_ACL)
     conf = tmp / "broker.conf"
-    conf.write_text(f"mappedFileSizeCommitLog={TEST_COMMITLOG_SIZE}\n"
+    conf.write_text(TEST_BROKER_CONF +
                     f"aclEnable=true\nrocketmqHome={home}\n")
     emu = start_emulator(tmp, ["-c", str(conf)])
     for topic in (TOPIC, READ_ONLY):  # signed, by the admin account

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 from interop_support import (
-    TEST_COMMITLOG_SIZE,
+    TEST_BROKER_CONF,
     ClientLauncher,
     rpc,
     start_emulator,
@@ -29,7 +29,7 @@ def short_delay_emulator(tmp_path_factory):
     """An emulator whose messageDelayLevel makes the first retry due after 1 s."""
     tmp = tmp_path_factory.mktemp("emulator-short-delays")
     conf = tmp / "broker.conf"
-    conf.write_text(f"mappedFileSizeCommitLog={TEST_COMMITLOG_SIZE}\n"
+    conf.write_text(TEST_BROKER_CONF +
                     f"messageDelayLevel={SHORT_LEVELS}\n")
     emu = start_emulator(tmp, ["-c", str(conf)])
     yield emu

@@ -16,7 +16,7 @@ import time
 import pytest
 from conformance_support import forget_findings, settled_findings
 from interop_support import (
-    TEST_COMMITLOG_SIZE,
+    TEST_BROKER_CONF,
     ClientLauncher,
     Emulator,
     advance_clock,
@@ -40,7 +40,7 @@ def grpc_emulator(tmp_path_factory) -> Emulator:
     every second for half messages older than 3 s."""
     tmp = tmp_path_factory.mktemp("sdk5-node")
     conf = tmp / "broker.conf"
-    conf.write_text(f"mappedFileSizeCommitLog={TEST_COMMITLOG_SIZE}\n"
+    conf.write_text(TEST_BROKER_CONF +
                     "transactionTimeOut=3000\ntransactionCheckInterval=1000\n")
     emu = start_emulator(tmp, ["-c", str(conf)], grpc_port=free_port(), control_port=free_port())
     yield emu

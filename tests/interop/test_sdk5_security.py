@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from interop_support import (
-    TEST_COMMITLOG_SIZE,
+    TEST_BROKER_CONF,
     ClientLauncher,
     Emulator,
     create_topic,
@@ -72,7 +72,7 @@ def acl_emulator(tmp_path_factory) -> Emulator:
     (home / "conf").mkdir(parents=True)
     (home / "conf" / "plain_acl.yml").write_text(PLAIN_ACL)
     conf = tmp / "broker.conf"
-    conf.write_text(f"mappedFileSizeCommitLog={TEST_COMMITLOG_SIZE}\n"
+    conf.write_text(TEST_BROKER_CONF +
                     f"aclEnable=true\nrocketmqHome={home}\n")
     emu = start_emulator(tmp, ["-c", str(conf)], grpc_port=free_port())
     for topic in (TOPIC, READ_ONLY):
@@ -159,7 +159,7 @@ def _tls_emulator(tmp_path_factory, mode: str) -> tuple[Emulator, Path]:
     tmp = tmp_path_factory.mktemp(f"sdk5-tls-{mode}")
     cert = make_cert(tmp)
     conf = tmp / "broker.conf"
-    conf.write_text(f"mappedFileSizeCommitLog={TEST_COMMITLOG_SIZE}\n"
+    conf.write_text(TEST_BROKER_CONF +
                     f"tls.server.mode={mode}\ntls.test.mode.enable=false\n"
                     f"tls.server.certPath={cert}\ntls.server.keyPath={tmp / 'server.key'}\n")
     emu = start_emulator(tmp, ["-c", str(conf)], grpc_port=free_port())

@@ -22,6 +22,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from rocketmq_emu.client import testing_tools
+
 HOST = "127.0.0.1"
 #: JVM options for short test runs: the C1 compiler only and the serial collector take a
 #: report run on this 2-core machine from ~60 s to ~35 s (C2 compiling costs more than it gains).
@@ -51,10 +53,9 @@ def java_missing() -> str | None:
 
 
 def free_port() -> int:
-    """A loopback TCP port nobody listens on now."""
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+    """A loopback TCP port nobody listens on now (outside the ephemeral range, the xdist
+    worker's own: :func:`rocketmq_emu.client.testing_tools.free_port`)."""
+    return testing_tools.free_port(HOST)
 
 
 def server_env(**extra: str) -> dict[str, str]:

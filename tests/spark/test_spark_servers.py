@@ -4,6 +4,9 @@ own, Python workers from the venv's interpreter that only the driver names), and
 Connect server, each started and stopped by a fixture (:mod:`standalone`). Reports and Connect
 clients run as subprocesses, as a user runs them (a Connect session also switches pyspark in
 its process to Connect mode until it stops: not in the suite's process, which has ``spark``).
+The local-mode CSVs they are compared with come from ``report all`` run in the suite's process
+on its SparkSession (as in test_cluster_reports.py): a third JVM started beside the servers'
+would only compete with them for this machine's two cores.
 """
 
 from __future__ import annotations
@@ -83,13 +86,13 @@ def conf_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def local_run(store, conf_dir, tmp_path_factory):
-    """The local-mode run, started before the cluster so both start together."""
-    run = ReportRun(store.root, tmp_path_factory.mktemp("local") / "out", conf_dir)
-    yield run
-    if run.proc.poll() is None:
-        os.killpg(run.proc.pid, 9)
-        run.proc.wait()
+def local_csvs(spark, store, tmp_path_factory) -> dict[str, bytes]:
+    """The CSVs of ``report all`` in local mode (this process, the run's SparkSession)."""
+    from rocketmq_emu.reports.cli import run_argv
+
+    out = tmp_path_factory.mktemp("local") / "out"
+    assert run_argv(["all", "--store", store.root, "--out", str(out)]) == 0
+    return csvs(out)
 
 
 @pytest.fixture
@@ -103,15 +106,13 @@ def standalone_cluster(tmp_path_factory):
 
 
 def test_report_all_on_standalone_cluster_equals_local(
-        local_run, standalone_cluster, store, conf_dir, tmp_path):
+        local_csvs, standalone_cluster, store, conf_dir, tmp_path):
     """Every CSV of ``report all --master spark://...`` is byte for byte the local one's, and
     the run was the cluster's: one application of two cores, an executor on each worker that
     ran tasks."""
     cluster = standalone_cluster
     remote = ReportRun(store.root, tmp_path / "standalone", conf_dir, "--master", cluster.url)
-    a = remote.wait()
-    b = local_run.wait()
-    got, want = csvs(a), csvs(b)
+    got, want = csvs(remote.wait()), local_csvs
     assert len(want) >= 10 and sorted(got) == sorted(want)
     differ = [name for name in want if got[name] != want[name]]
     assert not differ, f"CSVs that differ from local mode's: {differ}"
@@ -189,11 +190,10 @@ def test_data_sources_through_spark_connect(connect_server, spark, store):
 
 
 def test_report_all_through_spark_connect_equals_local(
-        local_run, connect_server, store, conf_dir, tmp_path):
+        local_csvs, connect_server, store, conf_dir, tmp_path):
     """Every CSV of ``report all --remote sc://...`` is byte for byte the local one's."""
     a = ReportRun(store.root, tmp_path / "connect", conf_dir, "--remote",
                   connect_server.url).wait()
-    b = local_run.wait()
-    got, want = csvs(a), csvs(b)
+    got, want = csvs(a), local_csvs
     assert len(want) >= 10 and sorted(got) == sorted(want)
     assert not [name for name in want if got[name] != want[name]]
