@@ -24,10 +24,11 @@ $(TEST_STAMP): $(RUN_STAMP)
 run: $(RUN_STAMP)
 	$(BIN)/rmq-emu up $(ARGS)
 
-# The tests under tests/spark share one worker and its SparkSession (tests/conftest.py).
+# The tests under tests/spark share one worker and its SparkSession (tests/conftest.py); the
+# ten slowest tests are listed at the end of every run.
 test: $(TEST_STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=10 $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
