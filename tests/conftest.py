@@ -38,7 +38,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Collect the folders in :data:`FOLDER_ORDER`: with parallel workers, a module of
     minute-long tests handed out last would keep one worker busy after the others finished."""
     def rank(item: pytest.Item) -> int:
-        parts = item.path.relative_to(item.config.rootpath).parts
+        try:
+            parts = item.path.relative_to(item.config.rootpath).parts
+        except ValueError:  # a test file outside the repository
+            return len(FOLDER_ORDER)
         folder = parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
         return FOLDER_ORDER.index(folder) if folder in FOLDER_ORDER else len(FOLDER_ORDER)
 
