@@ -15,8 +15,8 @@ SparkSession start alone.
    summed over the tree (the driver, the Spark JVM it launches, the Python workers).
 
 Prints each run and the median of the runs for (a) and (b); ``--only`` runs one of them (the
-suite's smoke tests run each alone, the two in a row taking longer than a test may). Targets (issue 16): (b) <= 20 s
-and <= 1 GB peak RSS over the tree for 1,000 messages.
+suite's smoke tests run each alone: the two in a row take longer than a test may). Targets
+(issue 16): (b) <= 20 s and <= 1 GB peak RSS over the tree for 1,000 messages.
 """
 
 from __future__ import annotations

@@ -54,6 +54,8 @@ SUBCOMMAND_MODULES: list[tuple[str, str, str]] = [
 #: Where ``up`` keeps its data when neither ``--store`` nor ``storePathRootDir`` says:
 #: ``./store`` (git-ignored), not RocketMQ's ``~/store``, so ``make run`` stays in the checkout.
 DEFAULT_UP_STORE = "store"
+#: The line a server command prints once it serves: what scripts and tests wait for.
+READY = "rmq-emu: ready"
 #: The name server's listenPort default (NettyServerConfig in NamesrvStartup).
 DEFAULT_NAMESRV_PORT = 9876
 
@@ -308,7 +310,7 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
         services.append(namesrv)
         yield _maybe_start(namesrv)
         print(f"rmq-emu: name server listening on {args.host}:{namesrv.port}", flush=True)
-        print("rmq-emu: ready (Ctrl-C to stop)", flush=True)
+        print(f"{READY} (Ctrl-C to stop)", flush=True)
 
     option = "--port" if args.port is not None or not settings.listen_port else "listenPort"
     return _serve(starter, [PortRole(port, "name server port", option)], debug=args.debug)
@@ -357,7 +359,7 @@ def _announce(cfg: Any, host: str, namesrv: str | None, grpc: str | None = None)
     if grpc:
         print(f"rmq-emu: gRPC (RocketMQ 5 SDKs) on {grpc}", flush=True)
     print(f"rmq-emu: store {cfg.store_path_root_dir}", flush=True)
-    print("rmq-emu: ready (Ctrl-C to stop)", flush=True)
+    print(f"{READY} (Ctrl-C to stop)", flush=True)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

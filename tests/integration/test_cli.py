@@ -15,19 +15,13 @@ from pathlib import Path
 import pytest
 
 from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker.cli import READY  # a bare "ready" would match "already in use"
 from rocketmq_emu.broker.message import properties_to_string
 from rocketmq_emu.broker.remoting.codes import RequestCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
-from rocketmq_emu.client import testing_tools
+from rocketmq_emu.client.testing_tools import free_broker_port, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-#: The line every server command prints once it serves (a bare "ready" would match "already").
-READY = "rmq-emu: ready"
-
-
-def free_port(need_minus_two: bool = False) -> int:
-    """A free loopback port (optionally with port - 2 free too, for the broker's VIP channel)."""
-    return testing_tools.free_broker_port() if need_minus_two else testing_tools.free_port()
 
 
 class Proc:
@@ -135,7 +129,7 @@ SMALL_COMMITLOG = "mappedFileSizeCommitLog=16777216\n"
 
 
 def start_up(tmp: Path, procs: list, *extra: str) -> tuple[Proc, str, str, Path]:
-    ns_port, broker_port = free_port(), free_port(need_minus_two=True)
+    ns_port, broker_port = free_port(), free_broker_port()
     store = tmp / "store"
     conf = tmp / "small.conf"
     conf.write_text(SMALL_COMMITLOG)
@@ -174,7 +168,7 @@ def test_up_prints_its_grpc_endpoint(tmp_path, procs):
 def test_broker_alone_serves_no_grpc_unless_asked(tmp_path, procs):
     """``broker`` without --grpc-port prints no gRPC endpoint (several brokers share hosts)."""
     conf = tmp_path / "broker.conf"
-    conf.write_text(f"listenPort={free_port(need_minus_two=True)}\n"
+    conf.write_text(f"listenPort={free_broker_port()}\n"
                     f"storePathRootDir={tmp_path / 'b'}\n{SMALL_COMMITLOG}")
     br = Proc(tmp_path, "broker", "broker", "-n", "127.0.0.1:1", "-c", str(conf))
     procs.append(br)
@@ -214,7 +208,7 @@ def test_up_stops_cleanly_and_keeps_messages(tmp_path, procs, sig):
 
 def test_separate_namesrv_and_broker_with_broker_conf(tmp_path, procs):
     """``namesrv`` + ``broker -n -c broker.conf``: the broker registers under its conf's names."""
-    ns_port, broker_port = free_port(), free_port(need_minus_two=True)
+    ns_port, broker_port = free_port(), free_broker_port()
     ns = Proc(tmp_path, "namesrv", "namesrv", "--port", str(ns_port))
     procs.append(ns)
     ns.wait_output(READY)
@@ -247,7 +241,7 @@ def test_enforcing_namesrv_conf_and_broker_conf_talk_tls(tmp_path, procs):
     """``namesrv -c namesrv.conf`` and ``broker -c broker.conf`` with tls.server.mode=enforcing:
     the broker registers over TLS (tls.enable follows the mode), clients get answers only over
     TLS, a plain connection is closed."""
-    ns_port, broker_port = free_port(), free_port(need_minus_two=True)
+    ns_port, broker_port = free_port(), free_broker_port()
     (tmp_path / "namesrv.conf").write_text(f"listenPort={ns_port}\ntls.server.mode=enforcing\n")
     ns = Proc(tmp_path, "namesrv", "namesrv", "-c", str(tmp_path / "namesrv.conf"))
     procs.append(ns)

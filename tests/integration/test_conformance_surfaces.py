@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from control_api_support import call
 
+from rocketmq_emu.broker.cli import READY
 from rocketmq_emu.broker.remoting.codes import RequestCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.client.blocking import run_blocking
@@ -132,6 +133,7 @@ import pytest
 from twisted.internet import defer, reactor
 
 from rocketmq_emu.broker.remoting.client import RemotingClient
+from rocketmq_emu.broker.cli import READY
 from rocketmq_emu.broker.remoting.codes import RequestCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.client.blocking import run_blocking
@@ -260,7 +262,7 @@ def test_up_writes_the_conformance_report_when_stopped(tmp_path):
             cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
-        while "rmq-emu: ready" not in log.read_text(errors="replace"):
+        while READY not in log.read_text(errors="replace"):
             assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.1)
         assert _blocking_send(f"127.0.0.1:{broker}", cpp_send(unique("T"), "1")) == 0

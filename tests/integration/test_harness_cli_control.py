@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from rocketmq_emu.broker.cli import READY
 from rocketmq_emu.client.message import Message
 from rocketmq_emu.client.testing import TEST_BROKER_CONF, free_broker_port, free_port, unique
 
@@ -48,7 +49,7 @@ def emulator(tmp_path):
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     try:
         deadline = time.monotonic() + 60
-        while b"rmq-emu: ready" not in (tmp_path / "emu.log").read_bytes():
+        while READY.encode() not in (tmp_path / "emu.log").read_bytes():
             assert proc.poll() is None, (tmp_path / "emu.log").read_text()
             assert time.monotonic() < deadline, "rmq-emu up not ready"
             time.sleep(0.1)

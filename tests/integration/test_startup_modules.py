@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rocketmq_emu.client import testing_tools
+from rocketmq_emu.client.testing_tools import free_broker_port, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What the start must not import (as in tests/unit/test_startup_imports.py).
@@ -37,18 +37,13 @@ sys.exit(cli.main(sys.argv[1:]))
 """
 
 
-def free_port() -> int:
-    """A free loopback port whose port - 2 (the broker's VIP channel) is free too."""
-    return testing_tools.free_broker_port()
-
-
 def test_up_start_imports_nothing_it_does_not_need(tmp_path):
     """After `up` is listening and registered: no Spark, pandas, client, lark."""
     conf = tmp_path / "broker.conf"
     conf.write_text(f"mappedFileSizeCommitLog={1 << 20}\n")  # not a 1 GiB commitlog
     out = subprocess.run(
         [sys.executable, "-c", SCRIPT, "up", "--grpc-port", "0", "-c", str(conf), "--store", str(tmp_path / "s"),
-         "--namesrv-port", str(free_port()), "--broker-port", str(free_port())],
+         "--namesrv-port", str(free_port()), "--broker-port", str(free_broker_port())],
         cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     line = next(x for x in out.stdout.splitlines() if x.startswith("MODULES "))

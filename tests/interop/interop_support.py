@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from rocketmq_emu.broker.cli import READY  # a bare "ready" would match "already in use"
 from rocketmq_emu.client import testing_tools
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,8 +43,6 @@ NPM_SPECS = ("ali-ons@3.12.0", "rocketmq-nodejs@1.1.2")
 SDK5_PY_SPEC = "rocketmq-python-client==5.1.2"
 SDK5_NPM_SPEC = "rocketmq-client-nodejs@1.0.8"
 INSTALL_TIMEOUT = 600
-#: The line ``rmq-emu up`` prints once it serves (a bare "ready" would match "already in use").
-READY = "rmq-emu: ready"
 #: Test-sized store files (an 8 MB commitlog, not 1 GiB reserved ahead), for every emulator.
 TEST_BROKER_CONF = testing_tools.TEST_BROKER_CONF
 
