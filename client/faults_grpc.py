@@ -6,7 +6,9 @@ observer a :class:`~rocketmq_emu.client.faults.FaultInjector` puts on a
 
 The rules and the request log stay the injector's (:mod:`rocketmq_emu.client.faults`: which rules
 hit gRPC calls, what a call's record holds); :class:`GrpcFaults` reaches them through the
-:class:`RuleStore` protocol. The actions on a gRPC call:
+:class:`RuleStore` protocol. Their types live in :mod:`rocketmq_emu.client.fault_rules`, which
+both modules import: this module never imports :mod:`~rocketmq_emu.client.faults` (it imports
+this one). The actions on a gRPC call:
 
   ``drop``           never answered (the client's deadline ends it);
   ``drop_response``  processed (the message IS stored, a received message IS invisible) and never
@@ -39,7 +41,7 @@ from rocketmq_emu.broker.grpc.call import DROP as GRPC_DROP
 from rocketmq_emu.broker.grpc.wire import GrpcError, StatusCode
 
 if TYPE_CHECKING:
-    from rocketmq_emu.client.faults import FaultRule, RequestRecord
+    from rocketmq_emu.client.fault_rules import FaultRule, RequestRecord
 
 __all__ = ["GrpcFaults", "RuleStore", "grpc_error", "grpc_rpc_names", "parse_grpc_status",
            "parse_rpc", "parse_status_code"]

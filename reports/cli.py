@@ -3,7 +3,9 @@
 Several ``--store`` (or a directory holding one store per broker) report over a whole cluster:
 every table gains a ``brokerName`` column and, with several brokers, ``(cluster)`` totals
 (:mod:`rocketmq_emu.reports.stores`, :mod:`rocketmq_emu.reports.inputs`). ``all`` runs the four
-reports in one SparkSession over one commitlog scan.
+reports in one SparkSession over one commitlog scan. A ``--store`` that is missing or holds no
+store (:func:`rocketmq_emu.reports.stores.resolve`) is one ``rmq-emu: error:`` line, exit status
+2, before pyspark is imported.
 
 ``broker/cli.py`` hooks this in with :func:`add_parser` / :func:`main`;
 ``python -m rocketmq_emu.reports`` runs it alone (:func:`run_argv`).
@@ -87,7 +89,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         stores = resolve(args.store)
     except StoreError as exc:
-        print(f"report: {exc}", file=sys.stderr)
+        # Before pyspark is imported: a wrong --store costs no Spark start.
+        print(f"rmq-emu: error: {exc}", file=sys.stderr)
         return 2
     from pyspark.sql import SparkSession
 

@@ -28,7 +28,7 @@ QUIET_CONF = {
 SHORT_RUN_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmn48m -XX:ReservedCodeCacheSize=48m"
 #: For a small store (the CLI's choice, :data:`QUICK_MAX_BYTES`): a report is a few dozen tiny
 #: jobs whose cost is planning, code generation and JIT warm-up, not rows. Measured with
-#: bench/report_latency.py (report all, 1,000 messages, 2 cores): see the README.
+#: bench/report_latency.py (report all, 1,000 messages, 2 cores): see docs/tests-and-benchmarks.md.
 QUICK_CONF = {
     "spark.driver.extraJavaOptions": SHORT_RUN_JVM,
     "spark.executor.extraJavaOptions": SHORT_RUN_JVM,

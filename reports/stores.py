@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 
 from rocketmq_emu.broker import jsonutil
 from rocketmq_emu.broker.configs.topics import AUTO_CREATE_TOPIC_KEY_TOPIC, PERM_INHERIT
 
 TOPICS_FILE = os.path.join("config", "topics.json")
+#: A commitlog file's name: its start offset in 20 digits (``UtilAll.offset2FileName``).
+_OFFSET_NAME = re.compile(r"^\d{20}$")
 #: The store's own sub-directories a data source may be pointed at.
 _STORE_PARTS = frozenset({"commitlog", "consumequeue"})
 
@@ -39,6 +42,20 @@ class Store:
 def is_store_root(path: str) -> bool:
     """Whether ``path`` holds a ``commitlog`` directory."""
     return os.path.isdir(os.path.join(path, "commitlog"))
+
+
+def holds_store(path: str) -> bool:
+    """Whether the directory ``path`` is a store a report can read: a store root (a
+    ``commitlog`` directory in it, empty or not: ``DefaultMessageStore`` creates it at start,
+    before any message) or a commitlog directory itself (named ``commitlog``, or holding
+    files named by their 20-digit start offset, as ``MappedFile`` names them)."""
+    if is_store_root(path) or os.path.basename(path.rstrip(os.sep)) == "commitlog":
+        return True
+    try:
+        return any(_OFFSET_NAME.match(n) and os.path.isfile(os.path.join(path, n))
+                   for n in os.listdir(path))
+    except OSError:
+        return False
 
 
 def broker_name_of(path: str) -> str | None:
@@ -67,23 +84,28 @@ def broker_name_of(path: str) -> str | None:
 def resolve(args: list[str]) -> list[Store]:
     """The stores of ``--store`` arguments: ``DIR``, ``name=DIR``, or a directory whose
     sub-directories are stores (one per broker, in name order). Raises :class:`StoreError`
-    for a path that is no store, and when two stores get the same broker name."""
+    for a path that is no directory or holds no store (:func:`holds_store`, itself or in a
+    sub-directory), and when two stores get the same broker name. Reads directory listings
+    only: a report refuses a wrong ``--store`` before it starts Spark."""
     stores: list[Store] = []
     for arg in args:
         given, sep, path = arg.partition("=")
         if not sep or os.path.isdir(arg):
             given, path = "", arg
         path = os.path.abspath(os.path.expanduser(path))
+        if not os.path.exists(path):
+            raise StoreError(f"--store {path}: store directory does not exist")
         if not os.path.isdir(path):
-            raise StoreError(f"store directory {path} does not exist")
-        if is_store_root(path) or given:
+            raise StoreError(f"--store {path}: not a directory (give the store's root directory)")
+        if holds_store(path):
             stores.append(_store(path, given))
             continue
-        subs = sorted(d for d in os.listdir(path) if is_store_root(os.path.join(path, d)))
+        subs = [] if given else sorted(
+            d for d in os.listdir(path) if is_store_root(os.path.join(path, d)))
         if not subs:
-            # Not a store and holding none: a store without messages yet reads as empty.
-            stores.append(_store(path, given))
-            continue
+            # An empty report would say nothing about why: a wrong path is the likely cause.
+            where = "in it" if given else "in it or in its sub-directories"
+            raise StoreError(f"--store {path}: holds no RocketMQ store (no commitlog/ {where})")
         stores.extend(_store(os.path.join(path, d), "") for d in subs)
     names = [s.broker_name for s in stores]
     twice = sorted({n for n in names if names.count(n) > 1})

@@ -18,6 +18,12 @@ WARNING = "warning"
 #: Worth knowing; nothing goes wrong.
 INFO = "info"
 SEVERITIES = (ERROR, WARNING, INFO)
+#: What each severity means, as the HTML report's legend says it.
+DESCRIPTIONS = {
+    ERROR: "the real broker misbehaves with it or refuses it",
+    WARNING: "it works, but differs from what Apache RocketMQ's Java client sends",
+    INFO: "worth knowing; nothing goes wrong",
+}
 _RANK = {ERROR: 0, WARNING: 1, INFO: 2}
 
 

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from rocketmq_emu.broker.conformance.findings import DESCRIPTIONS, SEVERITIES
 from rocketmq_emu.broker.remoting.codes import request_name
 
 JSON_NAME = "conformance.json"
@@ -58,6 +59,12 @@ def _time(epoch_ms: Any) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{epoch_ms % 1000:03d}"
 
 
+def legend() -> str:
+    """Every severity with what it means (``<b>error</b> = ...``), comma separated."""
+    return ", ".join(f"<b>{html.escape(severity)}</b> = {html.escape(DESCRIPTIONS[severity])}"
+                     for severity in SEVERITIES)
+
+
 def render_html(report: dict[str, Any]) -> str:
     """One HTML page of ``report``: the clients, then the findings (values escaped)."""
     summary = report.get("summary", {})
@@ -65,8 +72,7 @@ def render_html(report: dict[str, Any]) -> str:
             "<title>rmq-emu conformance report</title>", f"<style>{_STYLE}</style></head><body>",
             "<h1>Conformance report</h1>",
             "<p>What each client sent, checked against Apache RocketMQ's Java client 4.9.8 and "
-            "the broker: <b>error</b> = the real broker misbehaves or refuses, <b>warning</b> = "
-            "works but differs, <b>info</b>.</p>",
+            "the broker: " + legend() + ".</p>",
             "<p>" + ", ".join(f"{html.escape(str(k))}: {int(v)}" for k, v in summary.items())
             + "</p>", "<h2>Clients</h2>", "<table><tr><th>client id</th><th>address</th>"
             "<th>language</th><th>version</th><th>error</th><th>warning</th><th>info</th></tr>"]

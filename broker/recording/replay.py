@@ -6,7 +6,9 @@ client would), maps every recorded server port to a target address
 
 * one remoting connection per recorded connection (a consumer's heartbeat registers the channel
   it came on), opened when its first request goes out, all closed at the end; a connection the
-  target closes is reopened by the next request of that recorded connection;
+  target closes is reopened by the next request of that recorded connection; what the target
+  pushes to it (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE...) is answered quietly as
+  a client without producers or consumers answers (:mod:`.pushed`);
 * the request frames byte for byte as recorded; the opaque stays the recorded one (a
   connection never has two requests waiting with the same opaque; should it, the request is
   re-encoded with a fresh opaque);
@@ -33,6 +35,7 @@ from rocketmq_emu.broker.recording.plan import (
     broker_addresses,
     resolve_targets,
 )
+from rocketmq_emu.broker.recording.pushed import replaying_dispatcher
 from rocketmq_emu.broker.remoting.client import RemotingClient
 from rocketmq_emu.broker.remoting.codes import RequestCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
@@ -170,7 +173,8 @@ async def replay(reactor: Any, plan: Plan, namesrv: str, *, pace: bool = True,
                 continue
             client = clients.get(ex.connection)
             if client is None:
-                client = clients[ex.connection] = RemotingClient(reactor, tls=tls)
+                client = clients[ex.connection] = RemotingClient(
+                    reactor, replaying_dispatcher(reactor), tls=tls)
             if ex.oneway:
                 await _quietly(client.invoke_oneway(target, RecordedRequest.of(ex)))
                 continue
