@@ -7,6 +7,8 @@ updateSubGroup           -g group (-b addr | -c cluster) [-s -m -d -o -a true|fa
                          [-w whichBrokerWhenConsumeSlowly] [-p groupRetryPolicy JSON]
                          [--attributes +k=v,-k]: create or replace the group's config (200)
 getConsumerConfig        -g group: the group's config on every broker (201)
+deleteSubGroup           -g group (-b addr | -c cluster) [-r true]: delete the group (207),
+                         -r true its offsets too; -c also its %RETRY% / %DLQ% topics
 =======================  ===================================================================
 
 ``updateSubGroup`` sends what 5.x mqadmin sends: a whole ``SubscriptionGroupConfig`` starting
@@ -25,6 +27,7 @@ from typing import Any
 
 from rocketmq_emu.broker.configs.subscription import GroupRetryPolicy, SubscriptionGroupConfig
 from rocketmq_emu.broker.jsonutil import loads_lenient
+from rocketmq_emu.broker.message import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from rocketmq_emu.broker.remoting.codes import RequestCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.broker.topic_attributes import AttributeRequestError, parse_to_map
@@ -175,12 +178,52 @@ async def get_consumer_config(admin: Any, args: argparse.Namespace, out: Output)
                for c, n, cfg in found]
 
 
+async def delete_sub_group(admin: Any, args: argparse.Namespace, out: Output) -> None:
+    """``DeleteSubscriptionGroupCommand`` (4.9.8): DELETE_SUBSCRIPTIONGROUP (207) on ``-b`` or
+    on every master of ``-c``; with ``-c`` the group's ``%RETRY%`` and ``%DLQ%`` topics are
+    then deleted from the cluster and the name servers (``DeleteTopicSubCommand.deleteTopic``)."""
+    if not args.groupName or not args.groupName.strip():
+        raise UsageError("-g groupName is required")
+    if not args.brokerAddr and not args.clusterName:
+        raise UsageError("give -b brokerAddr or -c clusterName")
+    group = args.groupName.strip()
+    remove = str(args.removeOffset or "").strip().lower() == "true"
+    # 4.9.8 names the flag removeOffset, 5.x cleanOffset: send both, each broker reads its own.
+    ext = {"groupName": group, "removeOffset": str(remove).lower(),
+           "cleanOffset": str(remove).lower()}
+    if args.brokerAddr:
+        addr = args.brokerAddr.strip()
+        await invoke(admin, addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext)
+        out.text(f"delete subscription group [{group}] from broker [{addr}] success.")
+        out.doc = {"groupName": group, "brokers": [addr], "removeOffset": remove}
+        return
+    cluster = args.clusterName.strip()
+    addrs = list((await masters(admin, cluster)).values())
+    for addr in addrs:
+        await invoke(admin, addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext)
+        out.text(f"delete subscription group [{group}] from broker [{addr}] in cluster "
+                 f"[{cluster}] success.")
+    for topic in (f"{RETRY_GROUP_TOPIC_PREFIX}{group}", f"{DLQ_GROUP_TOPIC_PREFIX}{group}"):
+        try:
+            for addr in addrs:
+                await invoke(admin, addr, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic})
+            out.text(f"delete topic [{topic}] from cluster [{cluster}] success.")
+            for ns in admin.instance.namesrv_addrs:
+                await invoke(admin, ns, RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic})
+            out.text(f"delete topic [{topic}] from NameServer success.")
+        except Exception as exc:  # the Java tool prints the stack trace and ends normally
+            out.text(f"delete topic [{topic}] failed: {exc}")
+            break
+    out.doc = {"groupName": group, "cluster": cluster, "brokers": addrs, "removeOffset": remove}
+
+
 Command = Callable[[Any, argparse.Namespace, Output], Any]
 
 COMMANDS: dict[str, tuple[str, Command]] = {
     "updateSubGroup": ("Update or create subscription group.", update_sub_group),
     "getConsumerConfig": ("Get consumer config by subscription group name.",
                           get_consumer_config),
+    "deleteSubGroup": ("Delete subscription group from broker.", delete_sub_group),
 }
 
 
@@ -188,6 +231,10 @@ def add_options(name: str, p: argparse.ArgumentParser) -> None:
     """The mqadmin flags of subcommand ``name`` (long names as mqadmin spells them)."""
     opt = p.add_argument
     opt("-g", "--groupName", help="consumer group name")
+    if name == "deleteSubGroup":
+        opt("-b", "--brokerAddr", help="delete subscription group from which broker")
+        opt("-c", "--clusterName", help="delete subscription group from which cluster")
+        opt("-r", "--removeOffset", help="remove offset")
     if name != "updateSubGroup":
         return
     opt("-b", "--brokerAddr", help="create subscription group to which broker")

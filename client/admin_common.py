@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rocketmq_emu.broker.remoting.codes import ResponseCode
+from rocketmq_emu.broker.jsonutil import loads_lenient
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.client.message import MQBrokerError, MQClientError
 
@@ -59,3 +60,22 @@ async def route_masters(admin: Any, topic: str) -> dict[str, str]:
     if route is None:
         raise MQClientError(f"No topic route info in name server for the topic: {topic}")
     return dict(sorted(route.master_addrs().items()))
+
+
+async def consumer_connection(admin: Any, group: str, addr: str | None = None) -> dict[str, Any]:
+    """``DefaultMQAdminExtImpl.examineConsumerConnectionInfo``: the group's
+    ``ConsumerConnection`` (GET_CONSUMER_CONNECTION_LIST, 203) from ``addr``, or from a broker
+    of the group's ``%RETRY%`` topic; MQClientError when no consumer of the group is online."""
+    if addr is None:
+        serving = await route_masters(admin, f"%RETRY%{group}")
+        addr = next(iter(serving.values()), None)
+    if addr is not None:
+        resp = await invoke(admin, addr, RequestCode.GET_CONSUMER_CONNECTION_LIST,
+                            {"consumerGroup": group},
+                            ok=(ResponseCode.SUCCESS, ResponseCode.CONSUMER_NOT_ONLINE))
+        if resp.code == ResponseCode.SUCCESS:
+            doc = loads_lenient(resp.body)
+            if doc.get("connectionSet"):
+                return doc
+    raise MQClientError(f"CODE: {int(ResponseCode.CONSUMER_NOT_ONLINE)} DESC: Not found the "
+                        "consumer group connection")

@@ -66,3 +66,40 @@ class Output:
         if self.as_json:
             return json.dumps(self.doc, indent=2, sort_keys=True, default=str)
         return "\n".join(self.lines)
+
+
+def _mq_version_names() -> tuple[str, ...]:
+    """``MQVersion.Version`` of 4.9.8 in ordinal order (613 names, V4_9_8 = 409)."""
+    names = ["V3_0_0_SNAPSHOT", "V3_0_0_ALPHA1"] + [f"V3_0_0_BETA{i}" for i in range(1, 6)]
+    for beta in range(6, 10):
+        names += [f"V3_0_0_BETA{beta}_SNAPSHOT", f"V3_0_0_BETA{beta}"]
+    names.append("V3_0_0_FINAL")
+    for major in (3, 4, 5):
+        for minor in range(10):
+            # 3.0 goes on from .1 to .15; 3.3 to 3.9 have no .0; every other line is .0 to .9.
+            patches = range(1, 16) if (major, minor) == (3, 0) else \
+                range(1, 10) if major == 3 and minor > 2 else range(10)
+            for patch in patches:
+                names += [f"V{major}_{minor}_{patch}_SNAPSHOT", f"V{major}_{minor}_{patch}"]
+    names.append("HIGHER_VERSION")
+    return tuple(names)
+
+
+_VERSION_NAMES = _mq_version_names()
+
+
+def version_desc(ordinal: int) -> str:
+    """``MQVersion.getVersionDesc``: the name of a client's version ordinal (past the end:
+    ``HIGHER_VERSION``)."""
+    return _VERSION_NAMES[min(max(int(ordinal), 0), len(_VERSION_NAMES) - 1)]
+
+
+def human_ms(ms: int) -> str:
+    """``UtilAll.timeMillisToHumanString``: local time as ``yyyyMMddHHmmssSSS``."""
+    seconds, millis = divmod(int(ms), 1000)
+    return time.strftime("%Y%m%d%H%M%S", time.localtime(seconds)) + f"{millis:03d}"
+
+
+def java_time(ms: int) -> str:
+    """``UtilAll.formatDate(date, YYYY_MM_DD_HH_MM_SS)``: local ``yyyy-MM-dd HH:mm:ss``."""
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")

@@ -118,6 +118,8 @@ class BrokerView(Protocol):
     port: int
     store_dir: Path
     running: bool
+    #: The broker's BrokerConfig (its ``tls`` says how the ports serve TLS).
+    template: Any
 
 
 class ControlledCluster(Protocol):
@@ -149,6 +151,14 @@ class ControlledCluster(Protocol):
     def make_reachable(self, name: str | None = None) -> defer.Deferred: ...
 
     def close_connections(self, target: str = "broker", name: str | None = None) -> defer.Deferred: ...
+
+
+def tools_use_tls(cluster: ControlledCluster) -> bool:
+    """Whether the control API's own requests to ``cluster`` (topic creation) use TLS, as its
+    ports' ``tls.*`` settings want: the first broker's, which the name server and the gRPC
+    endpoint share (``broker.cluster.Cluster``), so an enforcing cluster is asked over TLS."""
+    tls = getattr(cluster.slots[0].template, "tls", None) if cluster.slots else None
+    return tls is not None and tls.tools_use_tls()
 
 
 class ControlResource(resource.Resource):
@@ -428,7 +438,7 @@ class ControlResource(resource.Resource):
         broker = self._broker(body)
         from rocketmq_emu.client.admin import Admin
 
-        admin = Admin(self.cluster.namesrv_addr)
+        admin = Admin(self.cluster.namesrv_addr, tls=tools_use_tls(self.cluster))
         names = [broker] if broker else [s.name for s in self.cluster.slots if s.running]
 
         async def run() -> dict:

@@ -180,6 +180,9 @@ class MessageExt:
     body_crc: int
     offset_msg_id: str
     broker_name: str = ""
+    #: The record's TOTALSIZE and PreparedTransactionOffset (``MessageExt.toString`` shows them).
+    store_size: int = 0
+    prepared_transaction_offset: int = 0
 
     @property
     def msg_id(self) -> str:
@@ -231,6 +234,8 @@ class MessageExt:
             body_crc=rec.body_crc,
             offset_msg_id=create_offset_msg_id(rec.store_host[0], rec.store_host[1], rec.physical_offset),
             broker_name=broker_name,
+            store_size=rec.total_size,
+            prepared_transaction_offset=rec.prepared_transaction_offset,
         )
 
 

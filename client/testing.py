@@ -99,9 +99,11 @@ class EmbeddedCluster:
     makes (a client's own ``credentials=`` wins).
     ``tls`` is the ports' ``tls.server.mode`` (``"permissive"``, ``"enforcing"``,
     ``"disabled"``, or a :class:`~rocketmq_emu.broker.tls.config.TlsConfig`; None: RocketMQ's
-    default, permissive with the test-mode certificate); with ``"enforcing"`` the clients this
-    class makes use TLS (a client's own ``tls=`` wins), as ``tls.enable`` follows the mode in
-    RocketMQ. ``strict_conformance`` makes the pytest fixture fail the test at teardown when
+    default, permissive with the test-mode certificate); with ``"enforcing"`` (however it is
+    set: ``tls=``, ``broker_config={"tls": ...}`` or ``config``) the clients this class makes and
+    :meth:`create_topic` use TLS (a client's own ``tls=`` wins), as ``tls.enable`` follows the
+    mode in RocketMQ; :meth:`tls_certificate_pem` is the certificate a TLS client (a 5.x SDK on
+    :attr:`grpc_endpoint`) is to trust. ``strict_conformance`` makes the pytest fixture fail the test at teardown when
     :meth:`conformance` holds an ``error`` finding.
 
     The name server and brokers are built and run by the production wiring,
@@ -164,9 +166,11 @@ class EmbeddedCluster:
         self.broker_overrides.update(broker_config or {})
         #: Signs the requests of every client this cluster makes (unless given others).
         self.credentials = credentials
-        #: Whether the clients this cluster makes use TLS (the enforcing mode's ``tls.enable``).
-        self.client_tls = isinstance(self.broker_overrides.get("tls"), TlsConfig) \
-            and self.broker_overrides["tls"].client_enabled()
+        #: Whether the clients this cluster makes use TLS: as its ports' ``tls.*`` settings
+        #: want (:meth:`TlsConfig.tools_use_tls`: enforcing, or ``tls.enable``), whether they
+        #: come from ``tls=``, ``broker_config`` or a whole ``config``.
+        ports_tls = self.broker_overrides.get("tls", getattr(config, "tls", None))
+        self.client_tls = isinstance(ports_tls, TlsConfig) and ports_tls.tools_use_tls()
         self.control_port = control_port
         self._grpc_port = grpc_port
         #: The production cluster (:class:`rocketmq_emu.broker.cluster.Cluster`), once started.
@@ -463,6 +467,15 @@ class EmbeddedCluster:
     def admin(self, **kw: Any) -> BlockingAdmin:
         """A blocking admin client."""
         return self._track(BlockingAdmin(self.namesrv_addr, **self._client_options(kw)))
+
+    def tls_certificate_pem(self) -> bytes:
+        """The PEM certificate the cluster's TLS ports present (the test-mode certificate, or
+        ``tls.server.certPath``'s), e.g. as a gRPC client's root certificates
+        (``grpc.ssl_channel_credentials(cluster.tls_certificate_pem())``). Needs the ``[tls]``
+        extra in test mode."""
+        from rocketmq_emu.broker.tls.certs import served_certificate_pem
+
+        return served_certificate_pem(self._started().slots[0].template.tls)
 
     def create_topic(self, topic: str, queue_nums: int = 4, *, broker: str | None = None,
                      **kw: Any) -> None:

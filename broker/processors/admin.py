@@ -383,10 +383,10 @@ class AdminBrokerProcessor:
         return cmd.response(ResponseCode.SUCCESS)
 
     def delete_subscription_group(self, cmd: RemotingCommand, conn: Any) -> RemotingCommand:
-        """207: forget a group (and its offsets when ``cleanOffset``)."""
+        """207: forget a group (and its offsets when ``cleanOffset``, 4.9.8: ``removeOffset``)."""
         h = DeleteSubscriptionGroupRequestHeader.from_ext_fields(cmd.ext_fields)
         self.ctx.subscription_groups.delete_subscription_group_config(h.group_name)
-        if h.clean_offset:
+        if h.clean_offset or h.remove_offset:
             self.ctx.consumer_offsets.delete_group(h.group_name)
         return cmd.response(ResponseCode.SUCCESS)
 

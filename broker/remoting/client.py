@@ -2,6 +2,12 @@
 
 Used by the broker (register with the name server, push to clients), by ``client/`` and by tests.
 A connection that closes is dropped from the pool; the next ``invoke`` reconnects.
+
+A plain connection the server resets before answering anything fails its requests with
+:class:`UnansweredCloseError`: that is what a port with ``tls.server.mode=enforcing`` does to a
+plain client (Java ``NettyRemotingServer``'s ``HandshakeHandler`` closes it at the first byte;
+the emulator aborts it), so tools can name the cause. A clean close (a fault rule's ``close``)
+is not taken for one.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ import logging
 from typing import Any
 
 from twisted.internet import defer
+from twisted.internet.error import ConnectionDone
 from twisted.internet.protocol import ClientCreator
 
 from rocketmq_emu.broker.message import is_ipv6, split_addr
@@ -23,6 +30,27 @@ from rocketmq_emu.broker.remoting.protocol import (
 )
 
 log = logging.getLogger(__name__)
+
+
+class UnansweredCloseError(RemotingConnectionError):
+    """The server closed a plain connection without answering any of its requests: the sign
+    of a port enforcing TLS. ``addr`` is the server's ``host:port``."""
+
+    def __init__(self, addr: str) -> None:
+        super().__init__(f"{addr} closed the connection without answering: is the server "
+                         f"enforcing TLS (tls.server.mode=enforcing)?")
+        self.addr = addr
+
+
+class ClientConnection(RemotingProtocol):
+    """A pooled client connection; remembers whether the peer closed it cleanly (a reset is
+    how a port enforcing TLS turns a plain connection away)."""
+
+    closed_cleanly = False
+
+    def connectionLost(self, reason: Any = None) -> None:  # noqa: N802 (Twisted API)
+        self.closed_cleanly = reason is None or reason.check(ConnectionDone) is not None
+        super().connectionLost(reason)
 
 
 class RemotingClient:
@@ -47,6 +75,9 @@ class RemotingClient:
         #: connection uses (Java ``NettyClientConfig.useTLS``, see broker.tls.context).
         self.tls = tls
         self._conns: dict[str, RemotingProtocol] = {}
+        #: Plain connections that have answered a request (the others may be refused by a
+        #: server enforcing TLS: see :class:`UnansweredCloseError`).
+        self._answered: set[RemotingProtocol] = set()
         self._connecting: dict[str, list[defer.Deferred]] = {}
         self._closed = False
 
@@ -75,7 +106,7 @@ class RemotingClient:
             # installed, importing endpoints imports twisted.internet.ssl and OpenSSL (~30 ms
             # of every start).
             connecting = ClientCreator(
-                self.reactor, RemotingProtocol, self.dispatcher, self.reactor, self.max_length,
+                self.reactor, ClientConnection, self.dispatcher, self.reactor, self.max_length,
             ).connectTCP(host, port, timeout=self.connect_timeout)
         connecting.addCallbacks(
             self._connected, self._connect_failed, callbackArgs=(addr,), errbackArgs=(addr,)
@@ -116,6 +147,7 @@ class RemotingClient:
             w.errback(RemotingConnectionError(f"cannot connect to {addr}: {reason}"))
 
     def _forget(self, addr: str, conn: RemotingProtocol) -> None:
+        self._answered.discard(conn)
         if self._conns.get(addr) is conn:
             del self._conns[addr]
 
@@ -125,8 +157,27 @@ class RemotingClient:
         Fails with RemotingConnectionError (cannot connect / closed) or RemotingTimeoutError.
         """
         d = self.connection(addr)
-        d.addCallback(lambda conn: conn.send_request(cmd, timeout, self.reactor))
+        d.addCallback(self._send, cmd, timeout)
         return d
+
+    def _send(self, conn: RemotingProtocol, cmd: RemotingCommand,
+              timeout: float) -> defer.Deferred:
+        d = conn.send_request(cmd, timeout, self.reactor)
+        if self.tls is None and conn not in self._answered:
+            d.addCallbacks(self._answer, self._unanswered, callbackArgs=(conn,),
+                           errbackArgs=(conn,))
+        return d
+
+    def _answer(self, resp: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        if not conn.closed:
+            self._answered.add(conn)
+        return resp
+
+    def _unanswered(self, failure: Any, conn: RemotingProtocol) -> Any:
+        if failure.check(RemotingConnectionError) and conn.closed \
+                and not getattr(conn, "closed_cleanly", True) and conn not in self._answered:
+            raise UnansweredCloseError(conn.peer_addr)
+        return failure
 
     def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> defer.Deferred:
         """Send ``cmd`` as oneway; fires (with None) once written, or fails if no connection."""
@@ -145,6 +196,7 @@ class RemotingClient:
         self._closed = True
         conns = list(self._conns.values())
         self._conns.clear()
+        self._answered.clear()
         waits = [c.when_closed() for c in conns]
         for c in conns:
             c.close()
@@ -162,4 +214,5 @@ __all__ = [
     "RemotingClient",
     "RemotingConnectionError",
     "RemotingTimeoutError",
+    "UnansweredCloseError",
 ]

@@ -3,7 +3,9 @@ when ``tls.test.mode.enable`` is true).
 
 Made on first use with an EC P-256 key (a few milliseconds, against a second or more for RSA)
 and kept for the life of the process, so every port of every server in it presents the same one.
-:func:`make_self_signed` makes others (the tests' configured certificates).
+:func:`make_self_signed` makes others (the tests' configured certificates);
+:func:`served_certificate_pem` is the certificate a configuration presents (what a TLS client is
+to trust).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import datetime
 import functools
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 #: Subject common name, as Netty's default ``SelfSignedCertificate`` fqdn ("localhost").
 COMMON_NAME = "localhost"
@@ -73,3 +77,16 @@ def make_self_signed(common_name: str, *, dns_names: tuple[str, ...] = (),
         key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                           encryption),
     )
+
+
+def served_certificate_pem(config: Any) -> bytes:
+    """The PEM certificate (chain) ports with the ``TlsConfig`` ``config`` present: the
+    process's test-mode certificate (:func:`self_signed`), or the ``tls.server.certPath`` file.
+    ValueError when they serve no TLS (None, or ``tls.server.mode=disabled``)."""
+    from rocketmq_emu.broker.tls.config import TlsMode
+
+    if config is None or config.mode is TlsMode.DISABLED:
+        raise ValueError("these ports serve no TLS (tls.server.mode is disabled)")
+    if config.test_mode:
+        return self_signed().cert_pem
+    return Path(config.cert_path).read_bytes()

@@ -99,6 +99,15 @@ class TlsConfig:
             return self.client_enable
         return self.mode is TlsMode.ENFORCING
 
+    def tools_use_tls(self) -> bool:
+        """Whether the project's own tools talking to these ports (the control API, the test
+        harness's clients) use TLS: when the ports refuse plain connections (enforcing), or
+        when ``tls.enable`` asks for TLS and the ports accept it (as the broker's own client
+        decides, :meth:`client_enabled`); never towards disabled ports."""
+        if self.mode is TlsMode.DISABLED:
+            return False
+        return self.mode is TlsMode.ENFORCING or self.client_enabled()
+
     def describe(self) -> str:
         """One log line of the settings in use (no password)."""
         what = "test-mode self-signed certificate" if self.test_mode else \

@@ -109,10 +109,12 @@ class GetConsumerConnectionListRequestHeader(CommandHeader):
 
 @header
 class DeleteSubscriptionGroupRequestHeader(CommandHeader):
-    """DELETE_SUBSCRIPTIONGROUP (207)."""
+    """DELETE_SUBSCRIPTIONGROUP (207): 4.9.8 names the offsets flag ``removeOffset``, 5.x
+    ``cleanOffset``."""
 
     group_name: str | None = req("groupName")
     clean_offset: bool = opt("cleanOffset", BOOL, False)
+    remove_offset: bool = opt("removeOffset", BOOL, False)
 
 
 @header
