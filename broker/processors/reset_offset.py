@@ -39,7 +39,7 @@ from rocketmq_emu.broker.remoting.headers import ResetOffsetRequestHeader
 log = logging.getLogger(__name__)
 
 #: ``MQVersion.Version.V3_0_7_SNAPSHOT.ordinal()``: clients older than this cannot reset.
-V3_0_7_SNAPSHOT = 25
+V3_0_7_SNAPSHOT = 28
 CLIENT_CALL_TIMEOUT_S = 5.0
 
 

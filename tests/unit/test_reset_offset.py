@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from test_transaction import T0, Broker, FakeConn
 from twisted.internet.task import Clock
 
+from rocketmq_emu.broker.client_manager import ClientChannelInfo
 from rocketmq_emu.broker.jsonutil import loads_lenient
 from rocketmq_emu.broker.message import properties_to_string
 from rocketmq_emu.broker.processors.reset_offset import ResetOffsetProcessor
@@ -104,3 +105,22 @@ def test_reset_of_unknown_topic_is_a_system_error(broker):
     resp = _reset(broker, "Nope", "g", 0)
     assert resp.code == ResponseCode.SYSTEM_ERROR
     assert resp.remark == "[reset-offset] reset offset failed, no topic in this broker. topic=Nope"
+
+
+@pytest.mark.parametrize(("version", "supported"), [(27, False), (28, True)])
+def test_clients_older_than_3_0_7_snapshot_cannot_reset(broker, version, supported):
+    """MQVersion.Version.V3_0_7_SNAPSHOT is ordinal 28 (V3_0_6 is 27): an older client online
+    makes the reset a SYSTEM_ERROR naming its version (Java ``Broker2Client.resetOffset``)."""
+    _fill(broker, broker.clock, "RV", 1)
+    broker.store.consumer_offsets.commit_offset("c", "gv", "RV", 0, 1)
+    channel = FakeConn()
+    channel.send_oneway = lambda request: None
+    info = ClientChannelInfo(channel, "c1", version=version)
+    broker.ctx.consumer_manager.register_consumer("gv", info, "CONSUME_PASSIVELY", "CLUSTERING",
+                                                  "CONSUME_FROM_LAST_OFFSET", [], notify=False)
+    resp = _reset(broker, "RV", "gv", -1)
+    if supported:
+        assert resp.code == ResponseCode.SUCCESS
+    else:
+        assert resp.code == ResponseCode.SYSTEM_ERROR
+        assert resp.remark == f"the client does not support this feature. version={version}"
