@@ -10,6 +10,10 @@ listed from the table's help text. A missing optional module is skipped.
 SIGTERM stops both cleanly (the broker unregisters, the store is flushed and its ``abort`` marker
 removed) and the exit status is 0.
 
+Once serving, each prints where it listens, with the ports bound (a port option of 0 picks a
+free port), and one line per optional feature that is on (:mod:`rocketmq_emu.broker.cli_banner`),
+then :data:`READY` last. A port option out of 0-65535 is argparse's one-line error.
+
 An expected startup failure (a port in use, a locked or unwritable store, a bad ``broker.conf``
 value, an unusable store config file) prints one line naming the cause and what to do, and exits
 non-zero (:mod:`rocketmq_emu.broker.cli_errors`); ``--debug`` adds the traceback.
@@ -31,9 +35,12 @@ import sys
 from typing import Any
 
 from rocketmq_emu.broker.cli_errors import (
+    CliArgumentParser,
     CliError,
     PortRole,
     describe_startup_failure,
+    namesrv_addresses,
+    port_number,
     writable_dir,
     writable_file,
 )
@@ -49,6 +56,8 @@ SUBCOMMAND_MODULES: list[tuple[str, str, str]] = [
     ("recording", "rocketmq_emu.broker.recording.cli", "list the frames of an `up --record` file"),
     ("replay", "rocketmq_emu.broker.recording.cli_replay",
      "replay a recording's client requests and compare the answers"),
+    ("tls-cert", "rocketmq_emu.broker.tls.cli",
+     "print the certificate a server's TLS port presents, for a client to trust"),
 ]
 
 #: Where ``up`` keeps its data when neither ``--store`` nor ``storePathRootDir`` says:
@@ -268,17 +277,17 @@ def cmd_up(args: argparse.Namespace) -> int:
             cluster = controls.build(spec)
         services.append(cluster)
         yield cluster.start()
+        extra = []
         if controls is not None:
             services.append(controls)  # stopped first: no control request races the shutdown
             bound = controls.serve(cluster, control_port, control_host or "127.0.0.1",
                                    token=control_token)
             if controls.token_generated:  # once, before `ready`: scripts wait for that line
                 print(f"rmq-emu: control API token: {controls.token}", flush=True)
-        _announce(cfg, args.host, namesrv=cluster.namesrv_addr, grpc=cluster.grpc_endpoint)
-        if controls is not None:
             auth = "; send Authorization: Bearer <token>" if controls.token is not None else ""
-            print(f"rmq-emu: control API http://{_url_host(control_host or '127.0.0.1')}:{bound}/ "
-                  f"(OpenAPI at /openapi.json{auth})", flush=True)
+            extra.append(f"control API http://{_url_host(control_host or '127.0.0.1')}:{bound}/ "
+                         f"(OpenAPI at /openapi.json{auth})")
+        _announce(cluster, extra=extra)
 
     return _serve(starter, roles=roles, store_root=cfg.store_path_root_dir, debug=args.debug)
 
@@ -290,7 +299,9 @@ def _url_host(host: str) -> str:
 
 def _broker_roles(listen_port: int, option: str) -> list[PortRole]:
     """The broker's port and its VIP channel port (``listenPort - 2``, BrokerController's
-    ``fastRemotingServer``)."""
+    ``fastRemotingServer``); with port 0 both are free ports, which no failure names."""
+    if listen_port == 0:
+        return []
     return [PortRole(listen_port, "broker port", option),
             PortRole(listen_port - 2, "the broker's VIP channel port, listenPort-2", option)]
 
@@ -301,7 +312,8 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
     from twisted.internet import defer
 
     settings = load_namesrv_settings(args.config)
-    port = args.port if args.port is not None else settings.listen_port or DEFAULT_NAMESRV_PORT
+    port = next(p for p in (args.port, settings.listen_port, DEFAULT_NAMESRV_PORT)
+                if p is not None)  # 0 is a port too: a free one
     kv_config = args.kv_config or settings.kv_config_path
 
     @defer.inlineCallbacks
@@ -310,9 +322,14 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
         services.append(namesrv)
         yield _maybe_start(namesrv)
         print(f"rmq-emu: name server listening on {args.host}:{namesrv.port}", flush=True)
+        from rocketmq_emu.broker.cli_banner import tls_line
+
+        tls = tls_line(namesrv.tls)
+        if tls:
+            print(f"rmq-emu: {tls}", flush=True)
         print(f"{READY} (Ctrl-C to stop)", flush=True)
 
-    option = "--port" if args.port is not None or not settings.listen_port else "listenPort"
+    option = "listenPort" if args.port is None and settings.listen_port is not None else "--port"
     return _serve(starter, [PortRole(port, "name server port", option)], debug=args.debug)
 
 
@@ -334,7 +351,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
         cluster = Cluster(spec, reactor)
         services.append(cluster)
         yield cluster.start()
-        _announce(cfg, args.host, namesrv=cfg.namesrv_addr, grpc=cluster.grpc_endpoint)
+        _announce(cluster, registers_with=cfg.namesrv_addr)
 
     roles = _broker_roles(cfg.listen_port, "--port")
     if args.grpc_port is not None:
@@ -349,16 +366,15 @@ def _maybe_start(service: Any) -> Any:
     return defer.maybeDeferred(start) if start is not None else defer.succeed(None)
 
 
-def _announce(cfg: Any, host: str, namesrv: str | None, grpc: str | None = None) -> None:
-    """Tell the user where things are; the last line, ``ready``, is what scripts wait for."""
-    if namesrv:
-        print(f"rmq-emu: name server {namesrv}", flush=True)
-    print(f"rmq-emu: broker {cfg.broker_name} ({cfg.broker_cluster_name}) listening on "
-          f"{host}:{cfg.listen_port} and {host}:{cfg.listen_port - 2}, "
-          f"advertised as {cfg.broker_addr(host)}", flush=True)
-    if grpc:
-        print(f"rmq-emu: gRPC (RocketMQ 5 SDKs) on {grpc}", flush=True)
-    print(f"rmq-emu: store {cfg.store_path_root_dir}", flush=True)
+def _announce(cluster: Any, registers_with: str | None = None,
+              extra: list[str] | None = None) -> None:
+    """Tell the user where things are (the ports bound) and which features are on
+    (:mod:`rocketmq_emu.broker.cli_banner`), then ``extra`` lines; the last line, ``ready``, is
+    what scripts wait for."""
+    from rocketmq_emu.broker.cli_banner import cluster_lines
+
+    for line in [*cluster_lines(cluster, registers_with), *(extra or [])]:
+        print(f"rmq-emu: {line}", flush=True)
     print(f"{READY} (Ctrl-C to stop)", flush=True)
 
 
@@ -368,15 +384,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "up", help="name server + broker in one process",
         description="Run a name server and a broker in one process until Ctrl-C/SIGTERM.")
     up.add_argument("--store", help=f"store directory (default: storePathRootDir or ./{DEFAULT_UP_STORE})")
-    up.add_argument("--namesrv-port", type=int, default=DEFAULT_NAMESRV_PORT,
-                    help=f"name server port ({DEFAULT_NAMESRV_PORT})")
-    up.add_argument("--broker-port", type=int, default=None,
-                    help="broker listenPort (default: broker.conf or 10911); port-2 is also served")
+    up.add_argument("--namesrv-port", type=port_number, default=DEFAULT_NAMESRV_PORT, metavar="N",
+                    help=f"name server port ({DEFAULT_NAMESRV_PORT}; 0 picks a free port, "
+                         "printed at start)")
+    up.add_argument("--broker-port", type=port_number, default=None, metavar="N",
+                    help="broker listenPort (default: broker.conf or 10911); port-2 is also served "
+                         "(the VIP channel); 0 picks free ones, printed at start")
     up.add_argument("-c", "--config", metavar="broker.conf", help="RocketMQ broker.conf")
     up.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
-    up.add_argument("--grpc-port", type=int, default=DEFAULT_GRPC_PORT, metavar="N",
+    up.add_argument("--grpc-port", type=port_number, default=DEFAULT_GRPC_PORT, metavar="N",
                     help=f"RocketMQ 5 gRPC port for the 5.x SDKs ({DEFAULT_GRPC_PORT})")
-    up.add_argument("--control-port", type=int, default=None, metavar="N",
+    up.add_argument("--control-port", type=port_number, default=None, metavar="N",
                     help="serve the HTTP control API (clock, faults, request log) on "
                          "127.0.0.1:N (--control-host to change)")
     up.add_argument("--control-host", default=None, metavar="ADDR",
@@ -400,8 +418,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ns.add_argument("-c", "--config", metavar="namesrv.conf",
                     help="RocketMQ namesrv.conf (listenPort, kvConfigPath, orderMessageEnable, "
                          "and the tls.* keys Java takes as -D properties)")
-    ns.add_argument("--port", type=int, default=None,
-                    help=f"listen port (overrides listenPort; default {DEFAULT_NAMESRV_PORT})")
+    ns.add_argument("--port", type=port_number, default=None, metavar="N",
+                    help=f"listen port (overrides listenPort; default {DEFAULT_NAMESRV_PORT}; 0 "
+                         "picks a free port)")
     ns.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
     ns.add_argument("--kv-config", metavar="PATH",
                     help="persist KV config here (overrides kvConfigPath; default: in memory "
@@ -411,13 +430,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ns.set_defaults(func=cmd_namesrv)
 
     br = subparsers.add_parser("broker", help="a broker alone")
-    br.add_argument("-n", "--namesrv", metavar="HOST:PORT",
+    br.add_argument("-n", "--namesrv", metavar="HOST:PORT", type=namesrv_addresses,
                     help="name server address(es), ';'-separated (overrides namesrvAddr)")
     br.add_argument("-c", "--config", metavar="broker.conf", help="RocketMQ broker.conf")
     br.add_argument("--store", help="store directory (overrides storePathRootDir)")
-    br.add_argument("--port", type=int, default=None, help="listenPort (overrides broker.conf)")
+    br.add_argument("--port", type=port_number, default=None, metavar="N",
+                    help="listenPort (overrides broker.conf; port-2 is also served, the VIP "
+                         "channel); 0 picks free ones, printed at start")
     br.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
-    br.add_argument("--grpc-port", type=int, default=None, metavar="N",
+    br.add_argument("--grpc-port", type=port_number, default=None, metavar="N",
                     help="serve RocketMQ 5's gRPC for the 5.x SDKs on this port (off by "
                          f"default: several brokers share a host; the 5.x proxy's is "
                          f"{DEFAULT_GRPC_PORT})")
@@ -429,7 +450,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The ``rmq-emu`` parser; the other areas' module for the subcommand ``argv`` names (the
     command line if None) is imported and registers its full parser."""
-    parser = argparse.ArgumentParser(
+    # Subparsers are of the same class: every usage error is one line, without the usage block.
+    parser = CliArgumentParser(
         prog="rmq-emu", description="RocketMQ-compatible name server and broker (emulator).")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more logging (-v info, -vv debug)")
@@ -462,6 +484,19 @@ def _chosen_command(argv: list[str] | None) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``rmq-emu`` command."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
+        return status
+    except BrokenPipeError:
+        # `rmq-emu ... | head -1`: the reader is gone. End quietly like a Unix tool (and like
+        # mqadmin, whose PrintStream swallows the IOException): fd 1 -> /dev/null so the exit
+        # flush cannot fail again (the recipe of Python's signal docs), status 0.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     verbose = 2 if args.debug else args.verbose

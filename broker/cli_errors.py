@@ -8,12 +8,15 @@ or the file; anything else returns None and is shown with its traceback (a bug).
 Mirrors what ``BrokerStartup`` / ``NamesrvStartup`` do in Java (print the cause, ``exit(-1)``),
 minus the stack trace. :class:`CliError` is the user error the CLI prints as its one line;
 :func:`writable_file` / :func:`writable_dir` check an output path (``--record``,
-``--conformance-report``) before anything starts. The exception classes are imported only when a start has failed, so a
-start that succeeds pays nothing for this module.
+``--conformance-report``) before anything starts; :func:`port_number` is the ``type=`` of every
+port option and :class:`CliArgumentParser` prints argparse's errors as one line. The exception
+classes are imported only when a start has failed, so a start that succeeds pays nothing for
+this module.
 """
 
 from __future__ import annotations
 
+import argparse
 import errno
 import os
 import tempfile
@@ -23,6 +26,44 @@ from typing import Any
 
 class CliError(Exception):
     """A user error: printed without a traceback, exit status 2."""
+
+
+class CliArgumentParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line, ``rmq-emu up: error: ...``
+    (exit status 2), without the usage block: ``--help`` shows that."""
+
+    def error(self, message: str) -> Any:  # noqa: D102 (argparse API)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+#: The highest TCP port.
+MAX_PORT = 65535
+#: What every port option and port key accepts, for its error messages.
+PORT_RANGE = f"0-{MAX_PORT}; 0 picks a free port"
+
+
+def port_number(text: str) -> int:
+    """argparse ``type=`` of a port option: 0-65535, 0 meaning "pick a free port" (Java's
+    ``NettyRemotingServer`` binds port 0 and reads the bound port back). Anything else is
+    argparse's one-line error naming the option, instead of a bind() traceback at start."""
+    try:
+        port = int(text.strip(), 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number ({PORT_RANGE})") from None
+    if not 0 <= port <= MAX_PORT:
+        raise argparse.ArgumentTypeError(f"{port} is out of range ({PORT_RANGE})")
+    return port
+
+
+def namesrv_addresses(text: str) -> str:
+    """argparse ``type=`` of ``-n``: ``host:port`` name server addresses, ``;``-separated, each
+    port 1-65535 (the same check as ``namesrvAddr`` in ``broker.conf``)."""
+    from rocketmq_emu.broker.config import namesrv_addr_problem
+
+    problem = namesrv_addr_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def writable_file(path: str, option: str) -> str:

@@ -112,6 +112,8 @@ class BrokerSlot:
     controller: BrokerController | None = None
     config: BrokerConfig | None = None
     port: int = field(init=False)
+    #: The VIP channel's port once started (None: ``listenPort - 2``).
+    vip_port: int | None = None
 
     def __post_init__(self) -> None:
         self.port = self.template.listen_port
@@ -320,7 +322,7 @@ class Cluster:
             cfg.namesrv_addr = self.namesrv_addr
         slot.config = cfg
         broker = BrokerController(cfg, reactor=self.reactor, host=self.host,
-                                  business_clock=self.business_clock)
+                                  business_clock=self.business_clock, vip_port=slot.vip_port)
         broker.recorder = self.recorder
         return broker
 
@@ -343,7 +345,8 @@ class Cluster:
             except Exception:
                 log.exception("closing broker %s after a failed start failed", slot.name)
             raise
-        slot.port = broker.port  # listenPort 0: a restart keeps the port it got
+        # listenPort 0: a restart keeps the ports it got.
+        slot.port, slot.vip_port = broker.port, broker.vip_port
         self._running = None
 
     async def _stop_broker(self, slot: BrokerSlot) -> None:

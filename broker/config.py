@@ -9,8 +9,9 @@ from it by :meth:`BrokerConfig.to_store_config`.
 
 Values are converted the way ``MixAll.properties2Object`` converts them (``Integer.parseInt``,
 ``Long.parseLong``, ``Boolean.parseBoolean`` — so only ``true``, in any case, is true). Unknown
-keys are logged as warnings, never fatal; a number that does not parse is an error naming the key
-(Java silently keeps the default there, which hides typos).
+keys are logged as warnings (with the nearest known key: "did you mean brokerName?"), never
+fatal; a number that does not parse is an error naming the key (Java silently keeps the default
+there, which hides typos), as is a port out of range (``listenPort`` 0 binds a free port).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from rocketmq_emu.broker.delay_levels import (
     DelayLevelError,
     parse_delay_levels,
 )
-from rocketmq_emu.broker.properties import PropertiesError, parse_properties
+from rocketmq_emu.broker.properties import PropertiesError, did_you_mean, parse_properties
 from rocketmq_emu.broker.schedule.timer_message import DEFAULT_TIMER_MAX_DELAY_SEC
 from rocketmq_emu.broker.tls.config import (
     DEFAULT_TLS,
@@ -41,6 +42,8 @@ from rocketmq_emu.broker.tls.config import (
 
 log = logging.getLogger(__name__)
 
+#: The highest TCP port (``listenPort`` 0 binds a free one).
+MAX_PORT = 65535
 
 
 class ConfigError(ValueError):
@@ -245,6 +248,9 @@ IGNORED_KEYS = frozenset(
     """.split()
 )
 
+#: Every key ``broker.conf`` accepts, for "did you mean" on an unknown one.
+KNOWN_KEYS = frozenset(_FIELDS_BY_JAVA_KEY) | IGNORED_KEYS | TLS_KEYS
+
 
 def _convert(raw: str, f: dataclasses.Field, where: str) -> Any:
     """Convert a property string to the field's type as ``MixAll.properties2Object`` does."""
@@ -297,7 +303,7 @@ def config_from_properties(
             if key in IGNORED_KEYS:
                 log.info("%s: accepted, has no effect in the emulator", where)
             else:
-                log.warning("%s: unknown key ignored", where)
+                log.warning("%s: unknown key ignored%s", where, did_you_mean(key, KNOWN_KEYS))
                 loaded.unknown.append(key)
             continue
         setattr(cfg, f.name, _convert(raw, f, where))
@@ -319,9 +325,14 @@ def _validate(cfg: BrokerConfig, where: Any) -> None:
     if cfg.flush_disk_type not in ("ASYNC_FLUSH", "SYNC_FLUSH"):
         raise ConfigError(f"{where('flush_disk_type', 'flushDiskType')}: "
                           f"{cfg.flush_disk_type!r} must be ASYNC_FLUSH or SYNC_FLUSH")
-    if not 0 < cfg.listen_port < 65536:
+    if not 0 <= cfg.listen_port <= MAX_PORT:
+        # 0 binds a free port, as Java's NettyRemotingServer does (it reads the port back).
         raise ConfigError(f"{where('listen_port', 'listenPort')}: "
-                          f"{cfg.listen_port} is out of range (1-65535)")
+                          f"{cfg.listen_port} is out of range (0-{MAX_PORT}; 0 picks a free port)")
+    if cfg.namesrv_addr:
+        problem = namesrv_addr_problem(cfg.namesrv_addr)
+        if problem is not None:
+            raise ConfigError(f"{where('namesrv_addr', 'namesrvAddr')}: {problem}")
     hours = cfg.delete_when.split(";")
     if not all(h.strip().isdigit() and int(h) < 24 for h in hours):
         # UtilAll.isItTimeToDo parses each part with Integer.parseInt at every clean run: a
@@ -332,6 +343,20 @@ def _validate(cfg: BrokerConfig, where: Any) -> None:
         parse_delay_levels(cfg.message_delay_level)
     except DelayLevelError as e:
         raise ConfigError(f"{where('message_delay_level', 'messageDelayLevel')}: {e}") from None
+
+
+def namesrv_addr_problem(value: str) -> str | None:
+    """What is wrong with a ``namesrvAddr`` value (``host:port``, ``;``-separated, as
+    ``RemotingHelper.string2SocketAddress`` reads each), or None if it can be used."""
+    for addr in (a.strip() for a in value.split(";")):
+        if not addr:
+            continue
+        host, sep, port = addr.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            return f"{addr!r} is not host:port"
+        if not 0 < int(port) <= MAX_PORT:
+            return f"{addr!r}: port {int(port)} is out of range (1-{MAX_PORT})"
+    return None
 
 
 def parse_broker_conf(text: str, source: str = "broker.conf") -> LoadedConfig:

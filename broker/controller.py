@@ -52,6 +52,7 @@ from rocketmq_emu.broker.processors.send import SendMessageProcessor
 from rocketmq_emu.broker.remoting.client import RemotingClient
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
+from rocketmq_emu.broker.remoting.listen import listen_broker_ports
 from rocketmq_emu.broker.remoting.protocol import RemotingServerFactory, RequestDispatcher
 from rocketmq_emu.broker.store import MessageStore
 
@@ -94,6 +95,7 @@ class BrokerController:
         host: str = "0.0.0.0",
         store: MessageStore | None = None,
         enable_vip_channel: bool = True,
+        vip_port: int | None = None,
         enable_schedule: bool = True,
     ) -> None:
         if reactor is None:
@@ -108,6 +110,8 @@ class BrokerController:
         self.clock = business_clock if business_clock is not None else self.liveness_clock
         self.host = host
         self.enable_vip_channel = enable_vip_channel
+        #: The VIP channel's port if not ``listenPort - 2`` (a restart keeps the one it got).
+        self._vip_request = vip_port
         cfg = self.config
         #: ACL 1.0 (``BrokerController.initialAcl``): only with ``aclEnable=true``; a bad
         #: plain_acl.yml raises AclConfigError here, before the store is opened.
@@ -283,37 +287,24 @@ class BrokerController:
         return self
 
     def start_listening(self) -> None:
-        """Listen on ``listenPort`` (0 picks a free port) and ``listenPort - 2``."""
+        """Listen on ``listenPort`` and on the VIP channel's port, ``listenPort - 2`` (or
+        ``vip_port``); 0 binds free ports (see ``broker.remoting.listen``). The ports bound are
+        what is registered and advertised."""
         if self._ports:
             return
         cfg = self.config
-        chosen = cfg.listen_port != 0
-        port = self.reactor.listenTCP(
-            cfg.listen_port, self._listen_factory(self.factory, lambda: cfg.listen_port),
-            interface=self.host)
-        self._ports.append(port)
-        actual = port.getHost().port
-        if actual != cfg.listen_port:
-            cfg.listen_port = actual
+        vip_factory = None
+        if self.enable_vip_channel:
+            vip_factory = self._listen_factory(self.vip_factory, lambda: self._vip_port)
+        main, vip = listen_broker_ports(
+            self.reactor, self.host, cfg.listen_port,
+            self._listen_factory(self.factory, lambda: self.port), vip_factory, self._vip_request)
+        actual = main.getHost().port
+        self._ports = [main] if vip is None else [main, vip]
+        cfg.listen_port = actual
         self.ctx.store_host = (self.ctx.store_host[0], actual)
         self.store.config.store_host = self.ctx.broker_addr
-        self._vip_port = None
-        if self.enable_vip_channel and actual - 2 > 0:
-            try:
-                vip = self.reactor.listenTCP(
-                    actual - 2, self._listen_factory(self.vip_factory, lambda: actual - 2),
-                    interface=self.host)
-            except Exception as exc:  # CannotListenError
-                if chosen:
-                    # Java's BrokerController.start fails when fastRemotingServer cannot bind.
-                    port.stopListening()
-                    self._ports.clear()
-                    raise
-                # Port 0 asked for any free port: its neighbour may be taken; serve without.
-                log.warning("cannot listen on the VIP channel port %d: %s", actual - 2, exc)
-            else:
-                self._ports.append(vip)
-                self._vip_port = actual - 2
+        self._vip_port = vip.getHost().port if vip is not None else None
         log.info("broker listening on %s:%d (VIP %s), advertised as %s", self.host, actual,
                  self._vip_port, self.addr)
 

@@ -10,6 +10,7 @@ Pure: text in, ordered ``(key, value, line_number)`` entries out.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rocketmq_emu.broker.lazy import lazy_import
@@ -52,3 +53,12 @@ def parse_properties(text: str) -> list[Entry]:
 def load_properties(text: str) -> dict[str, str]:
     """Parse ``.properties`` text into a dict (the last occurrence of a key wins, as in Java)."""
     return {e.key: e.value for e in parse_properties(text)}
+
+
+def did_you_mean(key: str, known: Iterable[str]) -> str:
+    """``"; did you mean brokerName?"`` when an unknown ``key`` is close to one of ``known`` (a
+    misspelling), else "": the tail of a config file's "unknown key ignored" warning."""
+    import difflib  # only when a file has an unknown key
+
+    close = difflib.get_close_matches(key, list(known), n=1)
+    return f"; did you mean {close[0]}?" if close else ""

@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocketmq_emu.broker.properties import parse_properties
+from rocketmq_emu.broker.properties import did_you_mean, parse_properties
 from rocketmq_emu.broker.tls.config import (
     DEFAULT_TLS,
     TLS_KEYS,
@@ -34,6 +34,10 @@ IGNORED_KEYS = frozenset({
     "serverSocketSndBufSize", "serverSocketRcvBufSize", "serverPooledByteBufAllocatorEnable",
     "useEpollNativeSelector", "defaultThreadPoolNums",
 })
+
+#: Every key ``namesrv.conf`` accepts, for "did you mean" on an unknown one.
+KNOWN_KEYS = frozenset({"listenPort", "kvConfigPath", "orderMessageEnable"}) | IGNORED_KEYS \
+    | TLS_KEYS
 
 
 class NamesrvConfigError(ValueError):
@@ -64,8 +68,10 @@ def parse_namesrv_conf(text: str, source: str = "namesrv.conf") -> NamesrvSettin
         if key in TLS_KEYS:
             tls_entries.append((key, entry.value, where))
         elif key == "listenPort":
-            if not raw.isdigit() or not 0 < int(raw) < 65536:
-                raise NamesrvConfigError(f"{where}: {raw!r} is not a port (1-65535)")
+            # 0 binds a free port (NettyRemotingServer reads the bound port back).
+            if not raw.isdigit() or not 0 <= int(raw) <= 65535:
+                raise NamesrvConfigError(f"{where}: {raw!r} is not a port (0-65535; 0 picks "
+                                         "a free port)")
             values["listen_port"] = int(raw)
         elif key == "kvConfigPath":
             values["kv_config_path"] = raw or None
@@ -76,7 +82,7 @@ def parse_namesrv_conf(text: str, source: str = "namesrv.conf") -> NamesrvSettin
         elif key in IGNORED_KEYS:
             log.info("%s: accepted, has no effect in the emulator", where)
         else:
-            log.warning("%s: unknown key ignored", where)
+            log.warning("%s: unknown key ignored%s", where, did_you_mean(key, KNOWN_KEYS))
             unknown.append(key)
     try:
         tls = parse_tls(tls_entries)

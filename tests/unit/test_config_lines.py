@@ -51,5 +51,5 @@ def test_malformed_line_names_file_and_line():
 
 def test_properties_without_lines_name_the_key():
     """A dict of properties (the admin UPDATE_BROKER_CONFIG path) still names source and key."""
-    with pytest.raises(ConfigError, match=r"^request listenPort: 0 is out of range"):
-        config_from_properties({"listenPort": "0"}, "request")
+    with pytest.raises(ConfigError, match=r"^request listenPort: 70000 is out of range"):
+        config_from_properties({"listenPort": "70000"}, "request")

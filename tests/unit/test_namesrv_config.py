@@ -43,7 +43,7 @@ def test_java_keys_without_effect_are_not_unknown(caplog):
 
 
 @pytest.mark.parametrize("text, where", [
-    ("listenPort=0\n", "namesrv.conf:1 listenPort"),
+    ("listenPort=65536\n", "namesrv.conf:1 listenPort"),
     ("\nlistenPort=x\n", "namesrv.conf:2 listenPort"),
     ("orderMessageEnable=yes\n", "namesrv.conf:1 orderMessageEnable"),
     ("tls.server.mode=strict\n", "namesrv.conf:1 tls.server.mode"),
