@@ -145,11 +145,11 @@ def format_running_info(info: dict[str, Any]) -> str:
     lines += ["", "", "#Consumer Offset#",
               f"{'#Topic':<64}  {'#Broker Name':<32}  {'#QID':<4}  {'#Consumer Offset':<20}"]
     for (topic, broker, qid), pq in mq_table:
-        lines.append(f"{topic:<32}  {broker:<32}  {qid:<4d}  {int(pq.get('commitOffset', 0)):<20d}")
+        lines.append(f"{topic:<32}  {broker:<32}  {qid:<4}  {int(pq.get('commitOffset', 0)):<20}")
     lines += ["", "", "#Consumer MQ Detail#",
               f"{'#Topic':<64}  {'#Broker Name':<32}  {'#QID':<4}  {'#ProcessQueueInfo':<20}"]
     for (topic, broker, qid), pq in mq_table:
-        lines.append(f"{topic:<64}  {broker:<32}  {qid:<4d}  {_pq_text(pq)}")
+        lines.append(f"{topic:<64}  {broker:<32}  {qid:<4}  {_pq_text(pq)}")
     lines += ["", "", "#Consumer RT&TPS#",
               f"{'#Topic':<64}  {'#Pull RT':>14} {'#Pull TPS':>14} {'#Consume RT':>14} "
               f"{'#ConsumeOK TPS':>14} {'#ConsumeFailed TPS':>18} {'#ConsumeFailedMsgsInHour':>25}"]
