@@ -9,6 +9,7 @@ it imports neither, so the two never import each other back.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode, request_name
 
@@ -21,28 +22,24 @@ TARGETS = ("broker", "namesrv", "grpc", "any")
 
 def parse_code(value: int | str) -> int:
     """A request code from an int, a digit string or a RequestCode name."""
-    if isinstance(value, int):
-        return value
-    text = str(value).strip()
-    if text.lstrip("-").isdigit():
-        return int(text)
-    try:
-        return int(RequestCode[text.upper()])
-    except KeyError:
-        raise ValueError(f"unknown request code {value!r}") from None
+    return _parse(value, RequestCode, "request")
 
 
 def parse_response_code(value: int | str) -> int:
     """A response code from an int, a digit string or a ResponseCode name."""
+    return _parse(value, ResponseCode, "response")
+
+
+def _parse(value: int | str, codes: Any, kind: str) -> int:
     if isinstance(value, int):
         return value
     text = str(value).strip()
     if text.lstrip("-").isdigit():
         return int(text)
     try:
-        return int(ResponseCode[text.upper()])
+        return int(codes[text.upper()])
     except KeyError:
-        raise ValueError(f"unknown response code {value!r}") from None
+        raise ValueError(f"unknown {kind} code {value!r}") from None
 
 
 def code_name(code: int) -> str:

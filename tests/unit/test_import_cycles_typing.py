@@ -10,26 +10,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = "rocketmq_emu"
-#: The import package's subpackages and the repository folders that hold them (setup.py).
-FOLDERS = ("broker", "client", "namesrv", "reports")
+from test_import_cycles import PACKAGE, ROOT
+from test_import_cycles import _modules as modules
+
 #: Cycles known and not yet undone: the gRPC server and its calls name each other's types.
 KNOWN = ("rocketmq_emu.broker.grpc.",)
-
-
-def modules(root: Path) -> dict[str, Path]:
-    """Every module of the package under ``root``, by dotted name."""
-    out = {PACKAGE: root / PACKAGE / "__init__.py"}
-    for folder in FOLDERS:
-        if not (root / folder).is_dir():
-            continue
-        for path in (root / folder).rglob("*.py"):
-            parts = [folder, *path.relative_to(root / folder).with_suffix("").parts]
-            if parts[-1] == "__init__":
-                parts.pop()
-            out[".".join([PACKAGE, *parts])] = path
-    return out
 
 
 def imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -> list[str]:
