@@ -6,7 +6,9 @@ Measures, in one run:
   and of ``python -c "from twisted.internet import reactor"`` (what any Twisted server pays);
 * ``rmq-emu --help``: wall time until it exits (argparse only: no subcommand's area imported);
 * ``rmq-emu up`` (name server + broker, fresh temporary store, free ports): wall time from spawn
-  until both the name server and the broker port accept a TCP connection;
+  until both the name server and the broker port accept a TCP connection, and the CPU time
+  (user + system) the process had used by then: on a shared machine the CPU time moves far less
+  than the wall time, so compare two trees by it (``--cpu`` prints the floors' CPU time too);
 * the idle RSS of that process after it has been idle for ``--idle`` seconds, split into the
   process's own memory (``RssAnon``: interpreter, code, heap) and file-backed pages (``RssFile`` +
   ``RssShmem``: shared libraries, and the store pages touched so far).
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -77,17 +80,24 @@ def accepting(port: int) -> bool:
             return False
 
 
-def timed_run(args: list[str]) -> float:
-    """Wall seconds of one ``python ARGS`` run to its exit."""
-    t0 = time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_run(args: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one ``python ARGS`` run to its exit."""
+    c0, t0 = _children_cpu(), time.perf_counter()
     subprocess.run([sys.executable, *args], check=True, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, _children_cpu() - c0
 
 
-def median_run(args: list[str], runs: int) -> float:
-    """Median wall seconds of ``runs`` runs after one unmeasured (page cache, bytecode) run."""
+def median_run(args: list[str], runs: int) -> tuple[float, float]:
+    """Median (wall, CPU) seconds of ``runs`` runs after one unmeasured (page cache, bytecode)
+    run."""
     timed_run(args)
-    return statistics.median(timed_run(args) for _ in range(runs))
+    samples = [timed_run(args) for _ in range(runs)]
+    return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
 
 
 def rss_parts(pid: int) -> tuple[float, float, float]:
@@ -104,8 +114,8 @@ def rss_parts(pid: int) -> tuple[float, float, float]:
     return total, fields.get("RssAnon", total), fields.get("RssFile", 0.0) + fields.get("RssShmem", 0.0)
 
 
-def up_once(idle: float, conf: str | None = None) -> tuple[float, tuple[float, float, float]]:
-    """(seconds until both ports accept, RSS parts in MB)."""
+def up_once(idle: float, conf: str | None = None) -> tuple[float, tuple[float, float, float], float]:
+    """(seconds until both ports accept, RSS parts in MB, CPU seconds used until then)."""
     store = Path(tempfile.mkdtemp(prefix="rmq-emu-bench-"))
     ns, bp = free_port(), broker_port()
     cmd = [sys.executable, "-m", "rocketmq_emu.broker.cli", "up", "--store", str(store / "store"),
@@ -129,8 +139,9 @@ def up_once(idle: float, conf: str | None = None) -> tuple[float, tuple[float, f
             if not (ready_ns and ready_broker):
                 time.sleep(0.005)
         started = time.perf_counter() - t0
+        times = psutil.Process(proc.pid).cpu_times()
         time.sleep(idle)
-        return started, rss_parts(proc.pid)
+        return started, rss_parts(proc.pid), times.user + times.system
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
@@ -189,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--idle", type=float, default=2.0, help="seconds idle before reading RSS")
+    parser.add_argument("--cpu", action="store_true",
+                        help="also print the CPU time of the floors and of --help")
     args = parser.parse_args(argv)
     os.chdir(ROOT)
     pyc = tempfile.mkdtemp(prefix="rmq-emu-bench-pyc-")
@@ -201,14 +214,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """The measurements; exit status 1 if a target is missed."""
-    floor = median_run(["-c", "import twisted"], args.runs)
-    reactor_floor = median_run(["-c", "from twisted.internet import reactor"], args.runs)
-    help_s = median_run(["-m", "rocketmq_emu.broker.cli", "--help"], args.runs)
+    floor, floor_cpu = median_run(["-c", "import twisted"], args.runs)
+    reactor_floor, reactor_cpu = median_run(["-c", "from twisted.internet import reactor"],
+                                            args.runs)
+    help_s, help_cpu = median_run(["-m", "rocketmq_emu.broker.cli", "--help"], args.runs)
     print(f"floor  python -c 'import twisted'            {floor * 1000:8.1f} ms")
     print(f"floor  python -c 'from twisted.internet import reactor'"
           f"{reactor_floor * 1000:8.1f} ms")
     print(f"help   rmq-emu --help                      {help_s * 1000:8.1f} ms   "
           f"(target < {HELP_TARGET_S * 1000:.0f} ms)")
+    if args.cpu:
+        print(f"cpu    python -c 'import twisted'            {floor_cpu * 1000:8.1f} ms")
+        print(f"cpu    python -c 'from twisted.internet import reactor'"
+              f"{reactor_cpu * 1000:8.1f} ms")
+        print(f"cpu    rmq-emu --help                      {help_cpu * 1000:8.1f} ms")
     verdict = help_s < HELP_TARGET_S
     for label, conf in (("default", None),
                         ("64 MiB commitlog", f"mappedFileSizeCommitLog={64 * 2**20}\n")):
@@ -218,15 +237,19 @@ def run(args: argparse.Namespace) -> int:
         rss = statistics.median(u[1][0] for u in ups)
         anon = statistics.median(u[1][1] for u in ups)
         mapped = statistics.median(u[1][2] for u in ups)
+        cpu = statistics.median(u[2] for u in ups)
         print(f"[{label}]")
         print(f"start  rmq-emu up -> both ports accept     {start * 1000:8.1f} ms   "
               f"(ratio to floor {start / floor:.1f}x; target < {START_TARGET_S * 1000:.0f} ms)")
+        print(f"cpu    rmq-emu up CPU until both accept    {cpu * 1000:8.1f} ms   "
+              f"(the reactor floor's: {reactor_cpu * 1000:.1f} ms)")
         print(f"idle   RSS                                 {rss:8.1f} MB   "
               f"(target < {RSS_TARGET_MB:.0f} MB)")
         print(f"         own memory (RssAnon)              {anon:8.1f} MB")
         print(f"         file-backed (RssFile+Shmem)       {mapped:8.1f} MB   "
               "(shared libraries + touched store pages)")
         print(f"runs   start ms {[round(u[0] * 1000) for u in ups]}, "
+              f"CPU ms {[round(u[2] * 1000) for u in ups]}, "
               f"RSS MB {[round(u[1][0], 1) for u in ups]}")
         if conf is None:
             verdict = verdict and start < START_TARGET_S and rss < RSS_TARGET_MB

@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from twisted.internet import defer
 
 from rocketmq_emu.broker.conformance.monitor import ConformanceMonitor
-from rocketmq_emu.broker.conformance.report import write_report
 
 if TYPE_CHECKING:
     from rocketmq_emu.broker.config import BrokerConfig
@@ -303,6 +302,8 @@ class Cluster:
         if recorder is not None:
             recorder.close()
         if self.spec.conformance_report and self.conformance is not None:
+            from rocketmq_emu.broker.conformance.report import write_report
+
             try:
                 paths = write_report(self.conformance.snapshot(), self.spec.conformance_report)
                 log.info("conformance report: %s", ", ".join(map(str, paths)))

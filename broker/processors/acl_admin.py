@@ -15,23 +15,15 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rocketmq_emu.broker import jsonutil
-from rocketmq_emu.broker.acl.editor import (
-    AclEditError,
-    PlainAccessConfig,
-    all_acl_config,
-    delete_access_config,
-    file_version,
-    java_split,
-    read_doc,
-    update_access_config,
-    update_global_white_addrs,
-)
 from rocketmq_emu.broker.processors.context import BrokerContext
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
+
+if TYPE_CHECKING:
+    from rocketmq_emu.broker.acl.editor import PlainAccessConfig
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +31,14 @@ log = logging.getLogger(__name__)
 UPDATE_AND_CREATE_ACL_CONFIG_FAILED = 209
 DELETE_ACL_CONFIG_FAILED = 210
 UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
+
+
+def _editor() -> Any:
+    """:mod:`rocketmq_emu.broker.acl.editor` (and YAML), imported by the first ACL admin request
+    that edits or reads the files: only with ACL on (``aclEnable``), never at start."""
+    from rocketmq_emu.broker.acl import editor
+
+    return editor
 
 
 def _missing(cmd: RemotingCommand, *names: str) -> RemotingCommand | None:
@@ -55,7 +55,9 @@ def _java_bool(text: str | None) -> bool:
 
 def access_config_from_header(ext: dict[str, str]) -> PlainAccessConfig:
     """``CreateAccessConfigRequestHeader`` → ``PlainAccessConfig`` as the handler builds it."""
-    return PlainAccessConfig(
+    editor = _editor()
+    java_split = editor.java_split
+    return editor.PlainAccessConfig(
         access_key=ext.get("accessKey"),
         secret_key=ext.get("secretKey"),
         white_remote_address=ext.get("whiteRemoteAddress"),
@@ -103,10 +105,11 @@ class AclAdminProcessor:
         if acl is None or acl.default_file is None:
             return cmd.response(UPDATE_AND_CREATE_ACL_CONFIG_FAILED, None)
         cfg = access_config_from_header(cmd.ext_fields)
+        editor = _editor()
         try:
-            update_access_config(cfg, self._owner(acl, cfg.access_key), acl.default_file,
-                                 self.ctx.now_ms())
-        except (AclEditError, OSError) as exc:
+            editor.update_access_config(cfg, self._owner(acl, cfg.access_key), acl.default_file,
+                                        self.ctx.now_ms())
+        except (editor.AclEditError, OSError) as exc:
             log.error("Failed to generate a proper update accessvalidator response: %s", exc)
             return cmd.response(UPDATE_AND_CREATE_ACL_CONFIG_FAILED, str(exc))
         self._reload(acl)
@@ -120,9 +123,10 @@ class AclAdminProcessor:
         if acl is None:
             return cmd.response(DELETE_ACL_CONFIG_FAILED, None)
         key = cmd.ext_fields["accessKey"]
+        editor = _editor()
         try:
-            done = delete_access_config(key, self._owner(acl, key), self.ctx.now_ms())
-        except (AclEditError, OSError) as exc:
+            done = editor.delete_access_config(key, self._owner(acl, key), self.ctx.now_ms())
+        except (editor.AclEditError, OSError) as exc:
             return cmd.response(DELETE_ACL_CONFIG_FAILED, str(exc))
         if not done:
             return cmd.response(DELETE_ACL_CONFIG_FAILED, f"The accesskey[{key}] corresponding "
@@ -139,10 +143,11 @@ class AclAdminProcessor:
             return cmd.response(UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED, None)
         addrs = cmd.ext_fields["globalWhiteAddrs"]
         path = cmd.ext_fields["aclFileFullPath"] or None
+        editor = _editor()
         try:
-            done = update_global_white_addrs(java_split(addrs), path, acl.home, acl.default_file,
-                                             self.ctx.now_ms())
-        except (AclEditError, OSError) as exc:
+            done = editor.update_global_white_addrs(editor.java_split(addrs), path, acl.home,
+                                                    acl.default_file, self.ctx.now_ms())
+        except (editor.AclEditError, OSError) as exc:
             return cmd.response(UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED, str(exc))
         if not done:
             return cmd.response(UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED,
@@ -155,12 +160,13 @@ class AclAdminProcessor:
         """``getAllAclConfigVersion``: file → DataVersion (a file without one: counter 0, its
         modification time)."""
         out: dict[str, dict[str, int]] = {}
+        editor = _editor()
         for path in acl.config.files:
             try:
-                version = file_version(read_doc(path))
+                version = editor.file_version(editor.read_doc(path))
                 if version is None:
                     version = (0, int(os.stat(path).st_mtime * 1000))
-            except (AclEditError, OSError):
+            except (editor.AclEditError, OSError):
                 continue
             out[path] = {"counter": version[0], "timestamp": version[1]}
         return out
@@ -186,5 +192,5 @@ class AclAdminProcessor:
         acl = self.get_acl()
         if acl is None:
             return None
-        body = all_acl_config(acl.config.files)
+        body = _editor().all_acl_config(acl.config.files)
         return cmd.response(ResponseCode.SUCCESS, body=jsonutil.dumps(body))

@@ -111,7 +111,12 @@ class TimerService:
     # -- lifecycle ---------------------------------------------------------------------------
     def load(self) -> bool:
         """Recover the schedule_log and the replay cursor."""
+        missing = not os.path.exists(self.checkpoint_path)
         cp = TimerCheckpoint.load(self.checkpoint_path)
+        if missing:
+            # No file reads as the zero cursors: nothing to write until they move, so a store
+            # that sees no timer message writes no checkpoint (nor loads crc32c) while idle.
+            self._saved_state = (cp.replay_offset, cp.dropped_below_ms)
         self.slog.load()
         self.dropped_below_ms = cp.dropped_below_ms
         self.replay_offset = max(cp.replay_offset, self.slog.max_source_offset() + 1)

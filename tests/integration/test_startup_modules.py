@@ -1,5 +1,6 @@
 """`rmq-emu up`, started for real (loopback ports, small store), has imported none of the heavy
-modules its start does not need (issue 12 item 5)."""
+modules its start does not need (issue 12 item 5), and none of a feature's that no client has
+used yet (issue 26: gRPC, ACL, conformance rules, TLS load on first use)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,36 @@ NOT_AT_START = ("pyspark", "pandas", "pyarrow", "numpy", "matplotlib", "lark",
                 # the default permissive ports load the switch (broker.tls.sniff), not OpenSSL's
                 # context or the test-mode certificate until a TLS client comes
                 "rocketmq_emu.broker.tls.context", "rocketmq_emu.broker.tls.certs")
+#: Served from the start but loaded on first use (issue 26), so idle after the start of the
+#: default configuration (gRPC on, ACL off, permissive TLS, conformance on) none is imported.
+UNUSED_AT_IDLE = (
+    # gRPC: the port listens; the server, the service and the messages (protobuf) come with
+    # the first connection (broker/grpc/endpoint.py)
+    "google.protobuf", "hpack", "rocketmq_emu.broker.grpc.messages",
+    "rocketmq_emu.broker.grpc.server", "rocketmq_emu.broker.grpc.service",
+    "rocketmq_emu.broker.grpc.http2", "rocketmq_emu.broker.grpc.auth_guard",
+    # ACL off: no plain_acl.yml loader, no editor of the ACL admin codes, no YAML
+    "yaml", "rocketmq_emu.broker.acl.config", "rocketmq_emu.broker.acl.editor",
+    "rocketmq_emu.broker.acl.service", "rocketmq_emu.broker.acl.validator",
+    # conformance: the monitor is attached; the rules come with the first request they judge
+    "rocketmq_emu.broker.conformance.findings", "rocketmq_emu.broker.conformance.request_rules",
+    "rocketmq_emu.broker.conformance.message_rules",
+    "rocketmq_emu.broker.conformance.session_rules", "rocketmq_emu.broker.conformance.grpc_rules",
+    "rocketmq_emu.broker.conformance.report",
+    # TLS: the certificate tool
+    "rocketmq_emu.broker.tls.cli",
+)
+#: Imported by the reactor itself when pyOpenSSL is installed (twisted.internet.tcp imports
+#: twisted.internet._newtls, and twisted.internet.task for deferLater): `up` may find them
+#: loaded, but must not be what loads them (without the [tls] extra nothing does).
+NOT_BEYOND_THE_REACTOR = ("OpenSSL", "cryptography", "service_identity", "twisted.protocols.tls",
+                          "twisted.internet.ssl", "twisted.internet.task")
 
 #: Runs `up`; once it announces `ready`, prints the loaded modules and stops the reactor.
 SCRIPT = """
 import sys
 from twisted.internet import reactor
+print("REACTOR", " ".join(sys.modules), flush=True)
 from rocketmq_emu.broker import cli
 
 announce = cli._announce
@@ -37,8 +63,18 @@ sys.exit(cli.main(sys.argv[1:]))
 """
 
 
+def _loaded(mods: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in mods for n in names if m == n or m.startswith(n + "."))
+
+
+def _modules(out: subprocess.CompletedProcess, tag: str) -> set[str]:
+    line = next(x for x in out.stdout.splitlines() if x.startswith(tag + " "))
+    return set(line.split()[1:])
+
+
 def test_up_start_imports_nothing_it_does_not_need(tmp_path):
-    """After `up` is listening and registered: no Spark, pandas, client, lark."""
+    """After `up` is listening and registered: no Spark, pandas, client, lark; no gRPC server
+    or protobuf, no ACL or YAML, no conformance rule, no TLS stack beyond the reactor's own."""
     conf = tmp_path / "broker.conf"
     conf.write_text(f"mappedFileSizeCommitLog={1 << 20}\n")  # not a 1 GiB commitlog
     out = subprocess.run(
@@ -46,7 +82,9 @@ def test_up_start_imports_nothing_it_does_not_need(tmp_path):
          "--namesrv-port", str(free_port()), "--broker-port", str(free_broker_port())],
         cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    line = next(x for x in out.stdout.splitlines() if x.startswith("MODULES "))
-    mods = set(line.split()[1:])
+    mods = _modules(out, "MODULES")
     assert "rocketmq_emu.broker.controller" in mods
-    assert sorted(m for m in mods for n in NOT_AT_START if m == n or m.startswith(n + ".")) == []
+    assert "rocketmq_emu.broker.grpc.endpoint" in mods  # the gRPC port is served
+    assert _loaded(mods, NOT_AT_START) == []
+    assert _loaded(mods, UNUSED_AT_IDLE) == []
+    assert _loaded(mods - _modules(out, "REACTOR"), NOT_BEYOND_THE_REACTOR) == []
