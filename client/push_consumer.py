@@ -42,6 +42,7 @@ from rocketmq_emu.client.local_offsets import LocalFileOffsetStore
 from rocketmq_emu.client.message import MessageExt, MessageQueue, MQBrokerError, restore_retry_topic
 from rocketmq_emu.client.rebalance import Subscription, allocate_averagely, rebalance_diff
 from rocketmq_emu.client.route import subscribe_queues
+from rocketmq_emu.client.route_watch import MissingRouteWatch
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,10 @@ class PushConsumer(ConsumeMixin):
         self._rebalance_pending = False
         self._loops: list[task.LoopingCall] = []
         self._tasks: set[defer.Deferred] = set()
+        # A topic subscribed before it exists: look for its route again within milliseconds,
+        # not at the next rebalance (client.route_watch).
+        self._route_watch = MissingRouteWatch(self.reactor, self._look_up_route,
+                                              self._route_appeared, rebalance_interval)
 
     @property
     def client_id(self) -> str:
@@ -220,6 +225,7 @@ class PushConsumer(ConsumeMixin):
         if not self.running:
             return
         self.running = False
+        self._route_watch.stop()
         for loop in self._loops:
             if loop.running:
                 loop.stop()
@@ -266,6 +272,7 @@ class PushConsumer(ConsumeMixin):
         """The queues of ``topic`` this client should read (None: no decision this time)."""
         route = self.instance.routes.get(topic) or await self.instance.update_route(topic)
         if route is None:
+            self._route_watch.watch(topic)
             return None
         mqs = subscribe_queues(topic, route)
         if not self.clustering:
@@ -279,6 +286,29 @@ class PushConsumer(ConsumeMixin):
             return None
         cids = await api.consumer_ids(self.instance, self.group, addr)
         return allocate_averagely(self.client_id, mqs, cids)
+
+    def look_up_missing_routes(self) -> None:
+        """Look up now the routes of subscribed topics not found yet, whatever their backoff
+        (a hint that routes changed: the test harness gives it when a broker registers)."""
+        if self.running:
+            self._route_watch.look_now()
+
+    def _look_up_route(self, topic: str) -> defer.Deferred:
+        """The route of ``topic`` from the name server (None while it does not exist)."""
+        if not self.running:
+            return defer.succeed(None)
+        return defer.ensureDeferred(self.instance.update_route(topic))
+
+    def _route_appeared(self, topic: str) -> defer.Deferred:
+        """A watched topic got its route: take its queues now. (Storing the route sent a
+        heartbeat to a broker seen for the first time, ahead of the group's member list.)"""
+        async def run() -> None:
+            if self.running:
+                await self._rebalance_topic(topic)
+
+        d = self._rebalance_lock.run(lambda: defer.ensureDeferred(run()))
+        return d.addErrback(lambda f: log.info("rebalance of %s for %s failed: %s", topic,
+                                               self.group, f.getErrorMessage()))
 
     async def _rebalance_topic(self, topic: str) -> None:
         allocated = await self._allocate(topic)

@@ -64,6 +64,7 @@ from rocketmq_emu.client.testing_tools import (  # noqa: F401 (re-exported)
     TEST_BROKER_CONF,
     TEST_BROKER_SETTINGS,
     MessageCollector,
+    RegistrationHints,
     broker_names,
     free_broker_port,
     free_port,
@@ -176,6 +177,8 @@ class EmbeddedCluster:
         #: The production cluster (:class:`rocketmq_emu.broker.cluster.Cluster`), once started.
         self.cluster: Cluster | None = None
         self._clients: list[Any] = []
+        # The consumers made here look up a missing route when a broker registers topics.
+        self._registration_hints = RegistrationHints(self.reactor, self._clients)
         self.running = False
         #: The pytest fixture fails the test at teardown on an ``error`` conformance finding.
         self.strict_conformance = strict_conformance
@@ -285,6 +288,7 @@ class EmbeddedCluster:
     async def _start(self) -> EmbeddedCluster:
         for attempt in range(_PORT_ATTEMPTS):
             cluster = self.cluster = self.controls.build(self._spec())
+            cluster.hooks.append(self._registration_hints)
             try:
                 await cluster.start()
                 break
@@ -434,7 +438,9 @@ class EmbeddedCluster:
 
     def collector(self, topic: str, group: str | None = None, expression: str = "*",
                   expression_type: str = "TAG", **kw: Any) -> MessageCollector:
-        """A push consumer that stores what it gets (:class:`MessageCollector`)."""
+        """A push consumer that stores what it gets (:class:`MessageCollector`). Made before
+        its topic exists, it takes the topic's queues as the broker registers the topic, so the
+        first message arrives milliseconds after the send that creates it."""
         kw.setdefault("rebalance_interval", 2.0)
         kw.setdefault("consume_from_where", "CONSUME_FROM_FIRST_OFFSET")
         # The collector's callback never blocks: keep it in the reactor.

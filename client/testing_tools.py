@@ -1,5 +1,5 @@
 """Helpers of the test harness: test-sized store settings, broker names, free ports, unique
-names, waiting, and the message collector
+names, waiting, the message collector and the hook telling the harness's consumers of new topics
 (re-exported by :mod:`rocketmq_emu.client.testing`)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 from twisted.internet import defer, task
 
 from rocketmq_emu.broker.config import snake_to_camel
+from rocketmq_emu.broker.remoting.codes import RequestCode
 from rocketmq_emu.client.blocking import BlockingPushConsumer, run_blocking
 from rocketmq_emu.client.instance import default_reactor
 from rocketmq_emu.client.message import MessageExt
@@ -104,6 +105,43 @@ def free_broker_port(host: str = "127.0.0.1") -> int:
 def unique(prefix: str) -> str:
     """``prefix_<8 hex>``: a topic or group name no other test uses."""
     return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+class RegistrationHints:
+    """A cluster hook (``attach`` / ``detach``, see :class:`rocketmq_emu.broker.cluster.Cluster`)
+    that watches the name server for REGISTER_BROKER (103): a broker registers on the reactor
+    turn after it creates a topic (and every 30 s). Then each consumer of ``clients`` (the
+    harness's) looks up its missing routes at once (``look_up_missing_routes``), so a collector
+    made before its topic gets the first message milliseconds after the send that creates it,
+    however long it waited. Only an in-process observer: the name server answers as before."""
+
+    def __init__(self, reactor: Any, clients: list[Any]) -> None:
+        self.reactor = reactor
+        self.clients = clients
+        self._dispatcher: Any = None
+
+    def attach(self, target: str, dispatcher: Any, name: str | None = None) -> None:
+        """Observe the name server's requests (brokers and gRPC are not watched)."""
+        if target == "namesrv":
+            self._dispatcher = dispatcher
+            dispatcher.add_observer(self._observe)
+
+    def detach(self, name: str) -> None:
+        """Stop observing when the name server goes."""
+        if name == "namesrv" and self._dispatcher is not None:
+            self._dispatcher.remove_observer(self._observe)
+            self._dispatcher = None
+
+    def _observe(self, event: Any) -> None:
+        if event.code == RequestCode.REGISTER_BROKER:
+            # Observers run before the handler: look once the registration is in the table.
+            self.reactor.callLater(0, self._hint)
+
+    def _hint(self) -> None:
+        for client in list(self.clients):
+            look = getattr(getattr(client, "_target", client), "look_up_missing_routes", None)
+            if look is not None:
+                look()
 
 
 class MessageCollector:
