@@ -47,37 +47,6 @@ def test_every_python_block_is_a_test() -> None:
             assert defined_tests(block), f"{page.relative_to(ROOT)} block {i} defines no test_"
 
 
-def _attribute_calls(node: ast.AST, name: str) -> list[ast.Call]:
-    return [c for c in ast.walk(node) if isinstance(c, ast.Call)
-            and isinstance(c.func, ast.Attribute) and c.func.attr == name]
-
-
-def _first_arg(call: ast.Call) -> str | None:
-    arg = call.args[0] if call.args else None
-    return arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else None
-
-
-def test_examples_create_the_topic_before_the_collector() -> None:
-    """Every example that collects a topic creates it first (README's first one included): a
-    consumer that starts before its topic exists finds no route and gets its queues only at its
-    next rebalance (the collector's rebalance_interval, 2 s), which the example's wait_for would
-    pay and teach. Checked on the code's structure, not by timing it."""
-    checked = 0
-    for page in pages():
-        for block in python_blocks(page):
-            for test in defined_tests(block):
-                created = {(_first_arg(c), c.lineno) for c in _attribute_calls(test, "create_topic")}
-                for collector in _attribute_calls(test, "collector"):
-                    topic = _first_arg(collector)
-                    assert any(t == topic and line < collector.lineno for t, line in created), (
-                        f"{page.relative_to(ROOT)}: {test.name} collects {topic!r} "
-                        "without create_topic first")
-                    checked += 1
-    first = defined_tests(python_blocks(README)[0])[0]
-    assert _attribute_calls(first, "collector"), "the README's first example collects"
-    assert checked >= 2
-
-
 def test_examples_pass(tmp_path: Path) -> None:
     """Each ```python block of the README and docs/*.md, saved as a test module, passes under
     one pytest run."""
