@@ -265,8 +265,11 @@ class MessageStore(StoreReader, StoreDispatch, StoreRetention):
             raise RuntimeError(f"store did not load: {self.load_error}")
         with open(self.config.abort_path, "wb"):
             pass
-        if not self.commitlog.queue.files:  # preallocate + pre-touch before the first put
-            self.commitlog.queue.get_last_mapped_file(0)
+        if not self.commitlog.queue.files:
+            # Preallocated before the first put, but not pre-touched: a broker that receives no
+            # message keeps no resident window (idle RSS); the warmer touches ahead of the
+            # writer from its first put on (broker/commitlog/warm.py).
+            self.commitlog.queue.create_file(0, warm=False)
         self.disk_sync.start()
         self.warmer.start()
         if self.disk_sync.running:

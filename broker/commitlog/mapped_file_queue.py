@@ -116,8 +116,9 @@ class MappedFileQueue:
     def _now(self) -> float | None:
         return self.clock.seconds() if self.clock is not None else None
 
-    def create_file(self, start_offset: int) -> MappedFile:
-        """Create (preallocate, pre-touch) the file starting at ``start_offset``."""
+    def create_file(self, start_offset: int, *, warm: bool = True) -> MappedFile:
+        """Create (preallocate; pre-touch too if this queue warms and ``warm``) the file
+        starting at ``start_offset``."""
         try:
             os.makedirs(self.store_path, exist_ok=True)
         except OSError as exc:
@@ -126,7 +127,7 @@ class MappedFileQueue:
                 err=exc.errno or 0,
             ) from exc
         path = os.path.join(self.store_path, offset_to_file_name(start_offset))
-        mf = MappedFile(path, self.mapped_file_size, warm=self.warm, now=self._now())
+        mf = MappedFile(path, self.mapped_file_size, warm=self.warm and warm, now=self._now())
         if not self.files:
             mf.first_create_in_queue = True
         self.files.append(mf)

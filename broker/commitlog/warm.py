@@ -30,10 +30,13 @@ class CommitLogWarmer:
         self.thread = DiskSyncer(reactor, name="store-warm")
         #: True once the thread's touching failed: warm on the calling thread from then on.
         self.inline = False
+        self._idle_at: int | None = None
 
     def start(self) -> None:
         """Start the thread (if the reactor runs threads)."""
         self.thread.start()
+        #: The commitlog's end at start: nothing is warmed until the writer moves past it.
+        self._idle_at = self.queue.get_max_offset()
 
     def stop(self) -> None:
         """Wait for the touching under way and stop the thread."""
@@ -41,6 +44,10 @@ class CommitLogWarmer:
 
     def tick(self) -> int:
         """Claim the next range to touch and touch it (there or here); returns its size."""
+        if self._idle_at is not None:
+            if self.queue.get_max_offset() == self._idle_at:
+                return 0  # an idle broker keeps no pre-touched window
+            self._idle_at = None
         if self.inline or not self.thread.running:
             return self.queue.warm_ahead()
         return self.queue.warm_ahead(submit=self._submit)

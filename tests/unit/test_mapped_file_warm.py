@@ -152,3 +152,39 @@ def test_warmer_falls_back_to_the_reactor_thread_when_the_thread_fails(tmp_path,
     assert warmer.tick() > 0  # inline: warm_ahead on this thread
     assert mf.warmed_position == mf.wrote_position + mf_mod.WARM_WINDOW
     q.shutdown()
+
+
+def test_an_idle_queue_is_not_warmed_until_the_writer_moves(tmp_path):
+    """The warmer touches nothing while the commitlog's end is where it was at start (an idle
+    broker keeps no resident window), and keeps the window ahead once the writer moved."""
+    from rocketmq_emu.broker.commitlog.warm import CommitLogWarmer
+
+    q = MappedFileQueue(str(tmp_path / "warm"), 2 * mf_mod.WARM_WINDOW)
+    mf = q.create_file(0, warm=False)
+    warmer = CommitLogWarmer(q)  # no reactor: touches inline
+    warmer.start()
+    assert warmer.tick() == 0 and warmer.tick() == 0
+    assert mf.warmed_position == 0
+    mf.wrote_position = 100
+    assert warmer.tick() > 0
+    assert mf.warmed_position >= mf_mod.WARM_WINDOW
+    warmer.stop()
+    q.shutdown()
+
+
+def test_a_store_starts_with_its_first_file_preallocated_but_not_touched(tmp_path):
+    """store.start creates the first commitlog file without pre-touching it (idle RSS)."""
+    from twisted.internet import task
+
+    from rocketmq_emu.broker.store import MessageStore
+    from rocketmq_emu.broker.store_config import MessageStoreConfig
+
+    store = MessageStore(MessageStoreConfig(store_path_root_dir=str(tmp_path),
+                                            mapped_file_size_commitlog=4 * mf_mod.WARM_WINDOW),
+                         task.Clock())
+    store.start()
+    try:
+        first = store.commitlog.queue.files[0]
+        assert first.file_size == 4 * mf_mod.WARM_WINDOW and first.warmed_position == 0
+    finally:
+        store.shutdown()
