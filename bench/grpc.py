@@ -31,6 +31,14 @@ server CPU per message of each phase, then the ratios gRPC/remoting (the issue's
 rates count the measured seconds only. ``--quick``: one round of short phases (a smoke run).
 ``--profile FILE`` writes a cProfile of the server during each phase, all rounds together, to
 ``FILE.<phase>`` (``FILE.grpc-send``, ``FILE.remoting-pop``, ...). Exit status 1 if any answer was an error.
+
+``--cpu`` instead measures the sends in-process, without sockets (``bench/grpc_cpu.py``): one
+connection of the gRPC send load (``--duration`` seconds) is recorded, then fed read by read
+into a fresh gRPC connection of the broker over a ``StringTransport``, ``--repeat`` times,
+alternating with remoting SEND_MESSAGE_V2 frames (32 per read, ``bench/send_pull.py --cpu``'s):
+CPU µs per message of each, their ratio, and the gRPC side in absolute terms (gRPC minus
+remoting, and the gRPC server with the broker's dispatch stubbed). ``--profile FILE`` then
+profiles the gRPC rounds to ``FILE.grpc-send-cpu``.
 """
 
 from __future__ import annotations
@@ -442,6 +450,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="one round of 1 s phases")
     p.add_argument("--profile", metavar="FILE",
                    help="cProfile the server during each phase, to FILE.<phase>")
+    p.add_argument("--cpu", action="store_true",
+                   help="in-process CPU per send: a recorded gRPC connection replayed, and "
+                        "remoting frames (bench/grpc_cpu.py)")
     p.add_argument("--client", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.client:
@@ -449,7 +460,68 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.quick:
         args.repeat, args.duration, args.warmup = 1, 1.0, 0.3
+    if args.cpu:
+        return cpu_mode(args)
     return serve_and_measure(args)
+
+
+def _start_cluster(reactor: Any, store_dir: str) -> Any:
+    """A started Cluster (a Deferred of it): one broker, no name server, gRPC on a free port,
+    :data:`TOPIC` with 4 queues."""
+    from rocketmq_emu.broker.cluster import Cluster, broker_spec
+    from rocketmq_emu.broker.config import BrokerConfig
+    from rocketmq_emu.broker.configs.topics import TopicConfig
+
+    cfg = BrokerConfig(store_path_root_dir=store_dir, listen_port=free_port(),
+                       namesrv_addr=None, mapped_file_size_commit_log=256 * 1024 * 1024)
+    cluster = Cluster(broker_spec(cfg, "127.0.0.1", grpc_port=0), reactor)
+
+    def started(_: Any) -> Any:
+        cluster.broker.ctx.topic_config.update_topic_config(TopicConfig(TOPIC, 4, 4))
+        return cluster
+
+    return cluster.start().addCallback(started)
+
+
+def cpu_mode(args: argparse.Namespace) -> int:
+    """``--cpu``: record one gRPC send connection, then the in-process rounds."""
+    import logging
+
+    from grpc_cpu import RecordingProxy, measure
+    from twisted.internet import defer, reactor, threads
+
+    logging.basicConfig(level=logging.ERROR)
+    store_dir = tempfile.mkdtemp(prefix="rmq-emu-bench-")
+    outcome = {"rc": 0}
+
+    @defer.inlineCallbacks
+    def run() -> Any:
+        cluster = None
+        try:
+            cluster = yield _start_cluster(reactor, store_dir)
+            host, port = cluster.grpc_endpoint.rsplit(":", 1)
+            proxy = RecordingProxy((host, int(port)))
+            spec = {"kind": "grpc-send", "addr": f"127.0.0.1:{proxy.port}",
+                    "window": args.grpc_window, "duration": args.duration, "warmup": 0.0}
+            result = yield threads.deferToThread(client_process, spec, args.duration + 60)
+            yield threads.deferToThread(proxy.join, 30)
+            if result["errors"]:
+                raise RuntimeError(f"the recorded load had {result['errors']} errors")
+            measure(cluster, proxy.reads, args.repeat, args.profile)
+        except Exception:
+            import traceback
+
+            traceback.print_exc()
+            outcome["rc"] = 2
+        finally:
+            if cluster is not None:
+                yield cluster.stop()
+            reactor.stop()
+
+    reactor.callWhenRunning(run)
+    reactor.run()
+    shutil.rmtree(store_dir, ignore_errors=True)
+    return outcome["rc"]
 
 
 def serve_and_measure(args: argparse.Namespace) -> int:
@@ -457,10 +529,6 @@ def serve_and_measure(args: argparse.Namespace) -> int:
     import logging
 
     from twisted.internet import defer, reactor, threads
-
-    from rocketmq_emu.broker.cluster import Cluster, broker_spec
-    from rocketmq_emu.broker.config import BrokerConfig
-    from rocketmq_emu.broker.configs.topics import TopicConfig
 
     logging.basicConfig(level=logging.ERROR)  # auto-created groups and the like: noise here
     profilers: dict[str, Any] = {}
@@ -497,12 +565,8 @@ def serve_and_measure(args: argparse.Namespace) -> int:
     def run() -> Any:
         cluster = None
         try:
-            cfg = BrokerConfig(store_path_root_dir=store_dir, listen_port=free_port(),
-                               namesrv_addr=None, mapped_file_size_commit_log=256 * 1024 * 1024)
-            cluster = Cluster(broker_spec(cfg, "127.0.0.1", grpc_port=0), reactor)
-            yield cluster.start()
+            cluster = yield _start_cluster(reactor, store_dir)
             broker = cluster.broker
-            broker.ctx.topic_config.update_topic_config(TopicConfig(TOPIC, 4, 4))
             gc.freeze()  # as `rmq-emu up` / `broker` do once started (broker/cli.py)
             port, addr = cluster.slot().port, cluster.grpc_endpoint
             store = broker.store

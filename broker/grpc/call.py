@@ -172,7 +172,7 @@ class ServerCall:
         if self.finished or self.cancelled:
             return False
         self.finished = True
-        status = StatusCode(code)
+        status = code if type(code) is StatusCode else StatusCode(code)
         self.status = (status, message)
         self._end_deadline()
         self._cancel_callbacks.clear()

@@ -12,7 +12,7 @@ from typing import Any
 from rocketmq_emu.broker.grpc.status import Code, ProxyError
 
 
-@dataclass
+@dataclass(slots=True)
 class ProxyContext:
     """One call's caller. ``remaining_ms`` is the call's deadline left (None: no deadline)."""
 

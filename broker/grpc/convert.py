@@ -91,40 +91,52 @@ def send_sys_flag(message: Any) -> int:
 
 def send_properties(message: Any, producer_group: str, remote_address: str,
                     now_ms: int) -> dict[str, str]:
-    """``SendMessageActivity.buildMessageProperty`` with its checks (raises :class:`ProxyError`)."""
+    """``SendMessageActivity.buildMessageProperty`` with its checks (raises :class:`ProxyError`).
+
+    The properties are inserted in the proxy's order (the stored properties string follows
+    it); each check runs only where there is something to check (every send passes here, and
+    the conformance monitor judges each message with it too)."""
     validate_body(message.body)
     sp = message.system_properties
-    props = dict(message.user_properties)
-    if len(props) > USER_PROPERTY_MAX_NUM:
-        raise ProxyError(Code.MESSAGE_PROPERTIES_TOO_LARGE,
-                         f"too many user properties, max is {USER_PROPERTY_MAX_NUM}")
+    user = message.user_properties
     size = 0
-    for key, value in props.items():
-        if key in SYSTEM_PROPERTY_NAMES:
-            raise ProxyError(Code.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property is used by system: {key}")
-        if has_control_character(key):
-            raise ProxyError(Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
-                             "the key of property cannot contain control character")
-        if has_control_character(value):
-            raise ProxyError(Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
-                             "the value of property cannot contain control character")
-        size += len(key.encode("utf-8")) + len(value.encode("utf-8"))
-    validate_tag(sp.tag)
-    if sp.tag:
-        props["TAGS"] = sp.tag
-    size += len(sp.tag.encode("utf-8"))
-    for key in sp.keys:
-        validate_key(key)
-        size += len(key.encode("utf-8"))
-    if sp.keys:
-        props["KEYS"] = " ".join(sp.keys)
+    if user:
+        props = dict(user)
+        if len(props) > USER_PROPERTY_MAX_NUM:
+            raise ProxyError(Code.MESSAGE_PROPERTIES_TOO_LARGE,
+                             f"too many user properties, max is {USER_PROPERTY_MAX_NUM}")
+        for key, value in props.items():
+            if key in SYSTEM_PROPERTY_NAMES:
+                raise ProxyError(Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
+                                 f"property is used by system: {key}")
+            if has_control_character(key):
+                raise ProxyError(Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
+                                 "the key of property cannot contain control character")
+            if has_control_character(value):
+                raise ProxyError(Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
+                                 "the value of property cannot contain control character")
+            size += len(key.encode("utf-8")) + len(value.encode("utf-8"))
+    else:
+        props = {}
+    tag = sp.tag
+    if tag:
+        validate_tag(tag)
+        props["TAGS"] = tag
+        size += len(tag.encode("utf-8"))
+    keys = sp.keys
+    if keys:
+        for key in keys:
+            validate_key(key)
+            size += len(key.encode("utf-8"))
+        props["KEYS"] = " ".join(keys)
     if size > MAX_USER_PROPERTY_SIZE:
         raise ProxyError(Code.MESSAGE_PROPERTIES_TOO_LARGE,
                          f"the total size of user property is too large, max is "
                          f"{MAX_USER_PROPERTY_SIZE}")
-    if not sp.message_id.strip():
+    message_id = sp.message_id
+    if not message_id.strip():
         raise ProxyError(Code.ILLEGAL_MESSAGE_ID, "message id cannot be empty")
-    props["UNIQ_KEY"] = sp.message_id
+    props["UNIQ_KEY"] = message_id
     if sp.message_type == _enum("MessageType", "TRANSACTION"):
         props["TRAN_MSG"] = "true"
         if sp.HasField("orphaned_transaction_recovery_duration"):
@@ -141,16 +153,21 @@ def send_properties(message: Any, producer_group: str, remote_address: str,
         props["TIMER_DELIVER_MS"] = str(deliver_ms)
     props["RECONSUME_TIME"] = str(sp.delivery_attempt)
     props["PGROUP"] = producer_group
-    if sp.message_group:
-        validate_message_group(sp.message_group)
-        props[PROPERTY_SHARDING_KEY] = sp.message_group
-    if sp.trace_context:
-        props[PROPERTY_TRACE_CONTEXT] = sp.trace_context
-    born_host = sp.born_host if sp.born_host.strip() else remote_address
+    message_group = sp.message_group
+    if message_group:
+        validate_message_group(message_group)
+        props[PROPERTY_SHARDING_KEY] = message_group
+    trace_context = sp.trace_context
+    if trace_context:
+        props[PROPERTY_TRACE_CONTEXT] = trace_context
+    born_host = sp.born_host
+    if not born_host.strip():
+        born_host = remote_address
     if born_host.strip():
         props[PROPERTY_BORN_HOST] = born_host
     if sp.HasField("born_timestamp"):
-        props[PROPERTY_BORN_TIMESTAMP] = str(timestamp_ms(sp.born_timestamp))
+        ts = sp.born_timestamp
+        props[PROPERTY_BORN_TIMESTAMP] = str(ts.seconds * 1000 + ts.nanos // 1_000_000)
     return props
 
 

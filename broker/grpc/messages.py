@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping as _Mapping
 from dataclasses import dataclass as _dataclass
+from dataclasses import field as _field
 from pathlib import Path as _Path
 from types import MappingProxyType as _MappingProxyType
 from typing import Any as _Any
@@ -64,16 +65,15 @@ class Method:
     response: type[_PbMessage]
     client_streaming: bool
     server_streaming: bool
+    #: The gRPC method path, e.g. ``/apache.rocketmq.v2.MessagingService/SendMessage``.
+    path: str = _field(init=False, compare=False)
+    #: ``unary_unary``, ``unary_stream``, ``stream_unary`` or ``stream_stream``.
+    kind: str = _field(init=False, compare=False)
 
-    @property
-    def path(self) -> str:
-        """The gRPC method path, e.g. ``/apache.rocketmq.v2.MessagingService/SendMessage``."""
-        return f"/{self.service}/{self.name}"
-
-    @property
-    def kind(self) -> str:
-        """``unary_unary``, ``unary_stream``, ``stream_unary`` or ``stream_stream``."""
-        return _KINDS[(self.client_streaming, self.server_streaming)]
+    def __post_init__(self) -> None:
+        # Plain attributes, not properties: the transport reads both several times a call.
+        object.__setattr__(self, "path", f"/{self.service}/{self.name}")
+        object.__setattr__(self, "kind", _KINDS[(self.client_streaming, self.server_streaming)])
 
 
 class Protocol:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -48,6 +49,11 @@ _SEND_STATUS_CODES = {
 }
 
 
+@functools.cache
+def _response_class() -> Any:
+    return messages.message_class("SendMessageResponse")
+
+
 def decode_handle(handle: str) -> ReceiptHandle:
     """``ReceiptHandle.decode``; a malformed handle is INVALID_RECEIPT_HANDLE."""
     try:
@@ -74,11 +80,11 @@ class ProducerActivity:
         topic = first.topic.name
         validate_topic(topic)
         now = self.state.now_ms()
-        props = []
-        for message in request.messages:
+        # The topic is the producer group (for transaction check-back), as in the proxy.
+        props = [send_properties(first, topic, ctx.remote_address, now)]
+        for message in request.messages[1:]:
             if message.topic != first.topic:
                 raise ProxyError(Code.MESSAGE_CORRUPTED, "topic in message is not same")
-            # The topic is the producer group (for transaction check-back), as in the proxy.
             props.append(send_properties(message, topic, ctx.remote_address, now))
         sys_flag = send_sys_flag(first)
         configs = self.state.routes.topic_configs(topic)
@@ -101,7 +107,7 @@ class ProducerActivity:
 
     def _send_response(self, answer: Any, props: list[dict[str, str]], broker_name: str,
                        topic: str, sys_flag: int) -> Any:
-        response = messages.message_class("SendMessageResponse")()
+        response = _response_class()()
         code = answer.code if answer is not None else ResponseCode.SYSTEM_ERROR
         if code in _SEND_STATUS_CODES:
             grpc_code, status_name = _SEND_STATUS_CODES[code]
@@ -116,18 +122,22 @@ class ProducerActivity:
             remark = answer.remark if answer is not None else "no response"
             raise ProxyError(Code.INTERNAL_SERVER_ERROR, remark or str(code))
         ext = answer.ext_fields
-        offset_ids = ext.get("msgId", "").split(",")
         queue_offset = int(ext.get("queueOffset", "0"))
+        transaction_id = ext.get("transactionId")
+        # 5.3 SendResultEntry.recall_handle: the broker's answer for a timer message.
+        recall_handle = ext.get("recallHandle") or ""
+        prepared = sys_flag & TRANSACTION_PREPARED_TYPE
+        offset_ids = ext.get("msgId", "").split(",") if prepared else ()
         for index, p in enumerate(props):
             entry = response.entries.add()
             set_ok(entry.status)
             entry.offset = queue_offset + index
-            entry.message_id = p["UNIQ_KEY"]
+            uniq_key = p["UNIQ_KEY"]
+            entry.message_id = uniq_key
             # 5.x SendMessageProcessor answers transactionId = the message's UNIQ_KEY.
-            entry.transaction_id = ext.get("transactionId") or p["UNIQ_KEY"]
-            # 5.3 SendResultEntry.recall_handle: the broker's answer for a timer message.
-            entry.recall_handle = ext.get("recallHandle") or ""
-            if sys_flag & TRANSACTION_PREPARED_TYPE and index < len(offset_ids):
+            entry.transaction_id = transaction_id or uniq_key
+            entry.recall_handle = recall_handle
+            if prepared and index < len(offset_ids):
                 self._remember_transaction(broker_name, topic, queue_offset,
                                            offset_ids[index], entry.transaction_id)
         set_ok(response.status)

@@ -12,6 +12,7 @@ transport answers UNIMPLEMENTED, as a 5.3 proxy does. RecallMessage is served as
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import CoroutineType
 from typing import Any
 
 from twisted.internet import defer
@@ -89,7 +90,9 @@ class MessagingService:
                 result = fn(ctx, request)
             except Exception as exc:
                 return failed(exc)
-            if hasattr(result, "__await__"):
+            # A type check, not hasattr(result, "__await__"): on a protobuf response that
+            # raises and catches an AttributeError inside, on every call.
+            if isinstance(result, CoroutineType):
                 result = defer.ensureDeferred(result)
             if isinstance(result, defer.Deferred):
                 return result.addErrback(lambda f: failed(f.value))

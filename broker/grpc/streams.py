@@ -36,10 +36,10 @@ def as_bytes(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
     return [(n.encode(), v.encode()) for n, v in headers]
 
 
-#: The blocks nearly every call sends, built once.
-_RESPONSE_HEADERS = as_bytes(response_headers())
-_OK_TRAILERS = as_bytes(trailers(StatusCode.OK))
-_OK_TRAILERS_ONLY = as_bytes(trailers_only(StatusCode.OK))
+#: The blocks nearly every call sends, built once (tuples: the encoder's cache key as is).
+_RESPONSE_HEADERS = tuple(as_bytes(response_headers()))
+_OK_TRAILERS = tuple(as_bytes(trailers(StatusCode.OK)))
+_OK_TRAILERS_ONLY = tuple(as_bytes(trailers_only(StatusCode.OK)))
 
 
 class StreamWriter:

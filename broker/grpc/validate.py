@@ -41,7 +41,9 @@ _ISO_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 def has_control_character(text: str) -> bool:
     """Guava's ``CharMatcher.javaIsoControl``: U+0000–U+001F and U+007F–U+009F."""
-    return _ISO_CONTROL.search(text) is not None
+    # Those are all Unicode Cc, never printable: a printable text (nearly every tag, key and
+    # property a client sends) needs no search.
+    return not text.isprintable() and _ISO_CONTROL.search(text) is not None
 
 
 def validate_topic(topic: str) -> None:

@@ -167,6 +167,19 @@ def test_request_headers_keep_custom_metadata_and_auth():
     assert {k for k, _ in req.metadata} == {"x-mq-client-id", "x-mq-language", "authorization"}
 
 
+def test_x_mq_headers_are_read_once_per_block_and_shared_by_each_calls_copy():
+    """A connection parses a client's block once; each call's copy (its own grpc-timeout)
+    shares the block's x-mq-* headers, which nobody can change in passing."""
+    block = wire.parse_request_headers(_request())
+    call = block.with_request_fields(2.5, block.metadata)
+    assert call.timeout == 2.5 and call.mq_headers is block.mq_headers
+    with pytest.raises(TypeError):
+        call.mq_headers["x-mq-client-id"] = "someone-else"  # type: ignore[index]
+    other = block.with_request_fields(None, (*block.metadata, ("x-mq-request-id", "r-1")))
+    assert other.mq_headers == {"x-mq-client-id": "host@1", "x-mq-language": "PYTHON",
+                                "x-mq-request-id": "r-1"}
+
+
 def test_binary_metadata_is_base64_decoded_padded_or_not():
     """-bin values decode padded and unpadded, split on commas."""
     req = wire.parse_request_headers(_request(**{"trace-bin": "AQI=,AQID"}))
