@@ -13,7 +13,7 @@ import os
 import sys
 import time
 from array import array
-from operator import mul
+from operator import methodcaller, mul
 
 import construct as cs
 
@@ -101,12 +101,24 @@ def properties_to_string(properties: dict[str, str]) -> str:
     )
 
 
+#: ``piece.split(NAME_VALUE_SEPARATOR, 1)``: name and value (partition's split, as a C call).
+_split_pair = methodcaller("split", NAME_VALUE_SEPARATOR, 1)
+
+
 def string_to_properties(text: str) -> dict[str, str]:
     """Decode a properties string; pieces without a key or with an empty value are dropped,
     as ``MessageDecoder.string2messageProperties`` drops them."""
-    result: dict[str, str] = {}
     if not text:
-        return result
+        return {}
+    # Every piece well formed (the usual case): the map built by C loops, checked after.
+    try:
+        result = dict(map(_split_pair, text.split(PROPERTY_SEPARATOR)))
+    except ValueError:  # a piece without NAME_VALUE_SEPARATOR
+        pass
+    else:
+        if "" not in result and "" not in result.values():
+            return result
+    result = {}
     for piece in text.split(PROPERTY_SEPARATOR):
         key, sep, value = piece.partition(NAME_VALUE_SEPARATOR)
         if sep and key and value:

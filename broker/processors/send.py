@@ -81,8 +81,13 @@ _BOOL_FIELDS = {
     RequestCode.SEND_BATCH_MESSAGE: (("m", "batch"), ("k", "unitMode")),
 }
 
+#: The wire names of those two fields, by request code: what every send looks at first.
+_BOOL_WIRES = {code: (fields[0][0], fields[1][0]) for code, fields in _BOOL_FIELDS.items()}
+
 #: Boolean header values Java reads as the client meant them ("0": the C++ clients' false).
 _READ_AS_WRITTEN = frozenset({"false", "true", "0"})
+#: Topic names cached as sendable (valid and not forbidden) are dropped past this many.
+_SENDABLE_LIMIT = 4096
 MULTI_TAG = "MULTI_TAG"
 #: ``MessageSysFlag.MULTI_TAGS_FLAG``, set for topics whose filter type is MULTI_TAG.
 MULTI_TAGS_FLAG = 0x2
@@ -116,6 +121,9 @@ class SendMessageProcessor:
         self.trace_on = "true" if ctx.setting("trace_on", True) else "false"
         self._prefix_host: tuple[str, int] | None = None
         self._prefix = ""
+        #: Topic names that passed ``validate_topic`` and are not forbidden: those checks
+        #: depend on the name alone, so each topic pays for them once.
+        self._sendable: set[str] = set()
 
     def handlers(self) -> dict[int, Any]:
         """Request code → handler, for ``RequestDispatcher.register``."""
@@ -130,8 +138,12 @@ class SendMessageProcessor:
     def process_send(self, cmd: RemotingCommand, conn: Any) -> Any:
         """10 / 310 / 320 (``SendMessageProcessor.asyncProcessRequest``): parse the header,
         check it (``msgCheck``), store the message(s), answer once the flush policy is met."""
-        header = SendMessageRequestHeader.from_request(cmd.code, cmd.ext_fields)
-        self._warn_misread_booleans(cmd, conn)
+        ext = cmd.ext_fields
+        header = SendMessageRequestHeader.from_request(cmd.code, ext)
+        wires = _BOOL_WIRES.get(cmd.code)
+        if wires is not None and not (ext.get(wires[0], "false") in _READ_AS_WRITTEN
+                                      and ext.get(wires[1], "false") in _READ_AS_WRITTEN):
+            self._warn_misread_booleans(cmd, conn)
         ext = {"MSG_REGION": self.region_id, "TRACE_ON": self.trace_on}
         tc = self._msg_check(cmd, conn, header, ext)
         if type(tc) is RemotingCommand:
@@ -166,18 +178,22 @@ class SendMessageProcessor:
         default topic if allowed) to go on, or the error response."""
         ctx = self.ctx
         topic = header.topic
-        if not ctx.setting("broker_permission", 6) & PERM_WRITE and \
+        if not getattr(ctx.config, "broker_permission", 6) & PERM_WRITE and \
                 ctx.topic_config.is_order_topic(topic):
             return cmd.response(
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{ctx.store_host[0]}] sending message is forbidden", ext)
-        remark = validate_topic(topic)
-        if remark is not None:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, remark, ext)
-        if topic in NOT_ALLOWED_SEND_TOPICS:
-            return cmd.response(
-                ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.",
-                ext)
+        if topic not in self._sendable:
+            remark = validate_topic(topic)
+            if remark is not None:
+                return cmd.response(ResponseCode.SYSTEM_ERROR, remark, ext)
+            if topic in NOT_ALLOWED_SEND_TOPICS:
+                return cmd.response(
+                    ResponseCode.NO_PERMISSION,
+                    f"Sending message to topic[{topic}] is forbidden.", ext)
+            if len(self._sendable) >= _SENDABLE_LIMIT:
+                self._sendable.clear()
+            self._sendable.add(topic)
         tc = ctx.topic_config.select_topic_config(topic)
         if tc is None:
             topic_sys_flag = 0
@@ -226,7 +242,9 @@ class SendMessageProcessor:
         """``asyncSendMessage``: one record, with retry/DLQ, transaction and schedule
         rewrites."""
         ctx = self.ctx
-        queue_id = self._queue_id(header, tc)
+        queue_id = header.queue_id
+        if queue_id < 0:
+            queue_id = self._queue_id(header, tc)
         topic = header.topic
         record_queue = queue_id
         reconsume_times = header.reconsume_times or 0
@@ -257,9 +275,12 @@ class SendMessageProcessor:
         props[PROPERTY_CLUSTER] = ctx.cluster_name
         # topic, body, queueId, flag, properties, sysFlag, bornTimestamp, bornHost,
         # storeHost, reconsumeTimes (positional: once per message).
-        record = MessageRecord(topic, cmd.body, record_queue, header.flag, props,
-                               self._sys_flag(header, tc), header.born_timestamp, conn.peer,
-                               ctx.store_host, reconsume_times)
+        sys_flag = header.sys_flag
+        if tc.topic_filter_type == MULTI_TAG:
+            sys_flag |= MULTI_TAGS_FLAG
+        record = MessageRecord(topic, cmd.body, record_queue, header.flag, props, sys_flag,
+                               header.born_timestamp, conn.peer, ctx.store_host,
+                               reconsume_times)
         tran = props.get(PROPERTY_TRANSACTION_PREPARED)
         if tran is not None and tran.lower() == "true":
             if ctx.setting("reject_transaction_message", False):
@@ -355,7 +376,10 @@ class SendMessageProcessor:
             if cmd.flag & FLAG_ONEWAY:
                 return None
             append = result.append
-            ext["msgId"] = self._msg_id(append)
+            if append.msg_num == 1 and self.ctx.store_host is self._prefix_host:
+                ext["msgId"] = f"{self._prefix}{append.wrote_offset:016X}"  # _msg_id's case
+            else:
+                ext["msgId"] = self._msg_id(append)
             ext["queueId"] = str(queue_id)
             ext["queueOffset"] = str(append.queue_offset)
             return cmd.success_response(ext)  # every value is a str

@@ -423,29 +423,37 @@ def decode_frame(payload: bytes | bytearray | memoryview) -> RemotingCommand:
 
     Raises :class:`RemotingCommandError` naming the field, bytes needed and bytes left.
     """
-    if type(payload) is not bytes:
-        payload = bytes(payload)
-    size = len(payload)
-    head = _WORD.size
-    if size < head:
-        _need("header length word", head, size)
-    (word,) = _WORD.unpack_from(payload, 0)
+    return decode_frame_at(payload, 0, len(payload))
+
+
+def decode_frame_at(buf: bytes | bytearray | memoryview, start: int, end: int
+                    ) -> RemotingCommand:
+    """:func:`decode_frame` of ``buf[start:end]``, slicing header and body straight out of
+    ``buf`` (a read holding many frames is not copied frame by frame first)."""
+    size = end - start
+    head = start + _WORD.size
+    if size < _WORD.size:
+        _need("header length word", _WORD.size, size)
+    (word,) = _WORD.unpack_from(buf, start)
     header_len = word & _HEADER_LENGTH_MASK
-    if header_len > size - head:
-        _need("header", header_len, size - head)
+    if header_len > end - head:
+        _need("header", header_len, end - head)
     header_end = head + header_len
+    body = buf[header_end:end]
+    if type(body) is not bytes:
+        body = bytes(body)
     serialize_type = word >> HEADER_LENGTH_BITS
     if serialize_type == SERIALIZE_JSON:
         try:
-            obj = _loads(payload[head:header_end])
+            obj = _loads(buf[head:header_end])
         except ValueError:  # orjson.JSONDecodeError: not strict JSON; the lenient reader next
-            obj = _lenient_json(payload[head:header_end])
+            obj = _lenient_json(bytes(buf[head:header_end]))
         if type(obj) is not dict:
             raise RemotingCommandError(
-                f"JSON header is not an object: {payload[head:head + 64]!r}")
-        return decode_json_obj(obj, payload[header_end:])
+                f"JSON header is not an object: {bytes(buf[head:min(head + 64, end)])!r}")
+        return decode_json_obj(obj, body)
     if serialize_type == SERIALIZE_ROCKETMQ:
-        return _decode_rocketmq_header(payload[head:header_end], payload[header_end:])
+        return _decode_rocketmq_header(bytes(buf[head:header_end]), body)
     raise RemotingCommandError(f"unknown serialize type {serialize_type}")
 
 

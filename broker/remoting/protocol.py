@@ -33,7 +33,7 @@ from rocketmq_emu.broker.remoting.command import (
     MIN_FRAME_LENGTH,
     RemotingCommand,
     RemotingCommandError,
-    decode_frame,
+    decode_frame_at,
     next_opaque,
 )
 
@@ -180,7 +180,7 @@ class RemotingProtocol(Protocol):
                 if end > size:
                     break
                 try:
-                    cmd = decode_frame(src[pos + FRAME_LENGTH.size : end])
+                    cmd = decode_frame_at(src, pos + FRAME_LENGTH.size, end)
                 except RemotingCommandError as exc:
                     bad = str(exc)
                     break

@@ -37,6 +37,10 @@ _DECIMAL = re.compile(r"[+-]?\d+\Z")
 _RANGES = {INT: (-(2**31), 2**31 - 1), LONG: (-(2**63), 2**63 - 1)}
 # Decimal strings shorter than this always fit the Java type (2**31 has 10 digits, 2**63 has 19).
 _SAFE_DIGITS = {INT: 10, LONG: 19}
+#: The canonical decimal text of small numbers -> the number: queue ids, flags, counts and
+#: sysFlags are almost always among them, and a dict lookup costs a fifth of ``int(text)``.
+#: Only canonical text is here ("7", never "07" or "+7"), so the answer is the parse's.
+_SMALL_INTS = {str(i): i for i in range(1024)}
 
 
 class HeaderError(RemotingCommandError):
@@ -122,6 +126,21 @@ def _missing(wire: str, owner: type) -> HeaderError:
     return HeaderError(f"the custom field <{wire}> is null ({owner.__name__})")
 
 
+def _int_expr(v: str, kind: str) -> str:
+    """The fast paths of an int field's parse, up to its ``else`` (the strict parse): a small
+    number's canonical text (Integer fields: ids, flags, counts), then plain digits too short
+    to overflow the Java type."""
+    fast = f"int({v}) if {v}.isdecimal() and len({v}) < {_SAFE_DIGITS[kind]}"
+    if kind == INT:
+        return f"n if (n := _small({v})) is not None else {fast}"
+    return fast
+
+
+def _bool_expr(v: str) -> str:
+    """``Boolean.parseBoolean`` of ``v``, the two usual spellings first (no ``lower()``)."""
+    return f"{v} == 'true' or ({v} != 'false' and {v}.lower() == 'true')"
+
+
 def compile_parser(
     cls: type, spec: tuple[tuple[str, str, str, bool], ...]
 ) -> Callable[[dict[str, str] | None], Any]:
@@ -137,6 +156,7 @@ def compile_parser(
         "_int_required": _int_required,
         "_int_optional": _int_optional,
         "_parse_int": parse_java_int,
+        "_small": _SMALL_INTS.get,
     }
     for i, (attr, wire, kind, required) in enumerate(spec):
         v = f"v{i}"
@@ -146,22 +166,17 @@ def compile_parser(
         if required:
             lines.append(f"    if {v} is None: raise _missing({wire!r}, cls)")
             if kind == BOOL:
-                lines.append(f"    {v} = {v}.lower() == 'true'")
+                lines.append(f"    {v} = {_bool_expr(v)}")
             elif kind != STR:
-                # Fast path: plain digits too short to overflow the Java type.
-                lines.append(
-                    f"    {v} = int({v}) if {v}.isdecimal() and len({v}) < {_SAFE_DIGITS[kind]}"
-                    f" else _int_required({v}, {wire!r}, {kind!r}, cls)"
-                )
+                lines.append(f"    {v} = {_int_expr(v, kind)} else "
+                             f"_int_required({v}, {wire!r}, {kind!r}, cls)")
         elif kind == STR:
             lines.append(f"    if {v} is None: {v} = d{i}")
         elif kind == BOOL:
-            lines.append(f"    {v} = d{i} if {v} is None else {v}.lower() == 'true'")
+            lines.append(f"    {v} = d{i} if {v} is None else {_bool_expr(v)}")
         else:
-            lines.append(
-                f"    {v} = d{i} if {v} is None else int({v}) if {v}.isdecimal() and len({v}) < "
-                f"{_SAFE_DIGITS[kind]} else _int_optional({v}, {wire!r}, {kind!r}, cls, d{i})"
-            )
+            lines.append(f"    {v} = d{i} if {v} is None else {_int_expr(v, kind)} else "
+                         f"_int_optional({v}, {wire!r}, {kind!r}, cls, d{i})")
     lines.append(f"    return cls({', '.join(names)})")
     exec("\n".join(lines), env)  # noqa: S102 - code built only from the class's own SPEC
     return env["parse"]
