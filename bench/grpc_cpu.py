@@ -26,7 +26,7 @@ import threading
 import time
 from typing import Any
 
-from remoting_bench import FRAME_LENGTH, response_ok, send_frame
+from remoting_bench import FRAME_LENGTH, fed_cpu, response_ok, send_frame
 
 _HEADER_SIZE = 9
 _DATA, _HEADERS = 0, 1
@@ -156,16 +156,9 @@ def grpc_cost(factory: Any, reads: list[bytes], calls: int, response_class: Any,
     proto = factory.buildProtocol(("127.0.0.1", 40000))
     proto.makeConnection(transport)
     check = ResponseCheck(response_class, ok)
-    clock = time.process_time
     cpu = 0.0
     for data in reads:
-        if profiler is not None:
-            profiler.enable()
-        t0 = clock()
-        proto.dataReceived(data)
-        cpu += clock() - t0
-        if profiler is not None:
-            profiler.disable()
+        cpu += fed_cpu(proto, data, profiler)
         check.feed(transport.value())
         transport.clear()
     proto.connectionLost(None)

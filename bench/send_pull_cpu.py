@@ -13,6 +13,7 @@ from remoting_bench import (
     FRAME_LENGTH,
     check_acl_refuses,
     count_records,
+    fed_cpu,
     floor_factory,
     pull_frame,
     response_ok,
@@ -263,16 +264,9 @@ def pull_cost(proto, stored_per_queue: int, profile: str | None = None) -> tuple
         profiler = cProfile.Profile()
     cpu = 0.0
     msgs = 0
-    clock = time.process_time
     for _ in range(3):  # passes over the whole stored range: ~70,000 messages
         for data in reads:
-            if profiler is not None:
-                profiler.enable()
-            t0 = clock()
-            proto.dataReceived(data)
-            cpu += clock() - t0
-            if profiler is not None:
-                profiler.disable()
+            cpu += fed_cpu(proto, data, profiler)
             msgs += check_pull_responses(transport.value(), per_read)
             transport.clear()
     if profiler is not None:
