@@ -33,8 +33,16 @@ from rocketmq_emu.broker import jsonutil
 from rocketmq_emu.broker.config import BrokerConfig
 from rocketmq_emu.broker.configs.base import TOPICS_JSON, ConfigFileError, config_file_path
 from rocketmq_emu.broker.configs.topics import TopicConfigManager
+from rocketmq_emu.broker.controller_areas import (
+    ACL_ADMIN_CODES,
+    NOT_ON_VIP,
+    POP_CODES,
+    RECALL_CODES,
+    DeferredAreas,
+)
 from rocketmq_emu.broker.longpoll import PullRequestHoldService
-from rocketmq_emu.broker.pop.service import PopServices
+from rocketmq_emu.broker.pop import boot as pop_boot
+from rocketmq_emu.broker.pop import names as pop_names
 from rocketmq_emu.broker.processors.admin import AdminBrokerProcessor
 from rocketmq_emu.broker.processors.admin_consumer import AdminConsumerProcessor
 from rocketmq_emu.broker.processors.admin_stats import AdminStatsProcessor
@@ -45,7 +53,6 @@ from rocketmq_emu.broker.processors.context import BrokerContext
 from rocketmq_emu.broker.processors.end_transaction import EndTransactionProcessor
 from rocketmq_emu.broker.processors.pull import PullMessageProcessor
 from rocketmq_emu.broker.processors.query import QueryMessageProcessor
-from rocketmq_emu.broker.processors.recall import RecallMessageProcessor
 from rocketmq_emu.broker.processors.reply import ReplyMessageProcessor
 from rocketmq_emu.broker.processors.reset_offset import ResetOffsetProcessor
 from rocketmq_emu.broker.processors.send import SendMessageProcessor
@@ -64,8 +71,7 @@ CHANNEL_SCAN_PERIOD_S = 10.0
 FLUSH_CONSUMER_OFFSET_PERIOD_S = 5.0
 #: ``registerBrokerTimeoutMills``.
 REGISTER_TIMEOUT_S = 6.0
-#: Request codes Java does not register on the VIP channel (``fastRemotingServer``).
-_NOT_ON_VIP = (RequestCode.PULL_MESSAGE,)
+
 
 
 class _BrokerServerFactory(RemotingServerFactory):
@@ -81,7 +87,7 @@ class _BrokerServerFactory(RemotingServerFactory):
         return proto
 
 
-class BrokerController:
+class BrokerController(DeferredAreas):
     """A broker. ``config`` is a :class:`~broker.config.BrokerConfig`; ``host`` the interface to
     listen on (the advertised address is ``brokerIP1``, else this host, loopback for 0.0.0.0)."""
 
@@ -145,21 +151,21 @@ class BrokerController:
         self.end_transaction_processor = EndTransactionProcessor(self.ctx)
         self.register_processor(self.end_transaction_processor)
         self.register_processor(ResetOffsetProcessor(self.ctx))
-        self.register_processor(RecallMessageProcessor(self.ctx))  # RocketMQ 5.3 recall
+        self._recall: Any = None
+        self._load_on_first_use(RECALL_CODES, self._load_recall)  # RocketMQ 5.3 recall
         # The remaining AdminBrokerProcessor codes (303-329).
         self.register_processor(AdminStatsProcessor(self.ctx))
         self.register_processor(AdminStoreProcessor(self.ctx))
         # ACL admin codes 50-54 (answered as Java does with ACL off too).
-        from rocketmq_emu.broker.processors.acl_admin import AclAdminProcessor
-        self.register_processor(AclAdminProcessor(self.ctx, lambda: self.acl))
+        self._acl_admin: Any = None
+        self._load_on_first_use(ACL_ADMIN_CODES, self._load_acl_admin)
         self.hold_service = PullRequestHoldService(self.liveness_clock,
                                                    self.pull_processor.execute_when_wakeup)
         self.ctx.hold_service = self.hold_service
-        # RocketMQ 5 POP (issue 14): processors, revive service, order info, long polling.
-        self.pop = PopServices(self.ctx)
-        for processor in self.pop.processors:
-            self.register_processor(processor)
-        self.store.add_arrival_listener(self.pop.on_arrival, topics=self.pop.topics)
+        # RocketMQ 5 POP (issue 14): processors, revive service, order info, long polling; loaded
+        # at the first POP request, or at the start if the store holds POP state.
+        self._pop: Any = None
+        self._load_on_first_use(POP_CODES, self._load_pop)
         self.store.topic_config.add_change_listener(lambda tc: self.schedule_register())
         self.factory = _BrokerServerFactory(self.dispatcher, self.liveness_clock,
                                             self._on_connection_closed)
@@ -191,7 +197,7 @@ class BrokerController:
     def _register_handlers(self, processor: Any) -> None:
         for code, handler in processor.handlers().items():
             self.dispatcher.register(code, handler)
-            if code not in _NOT_ON_VIP:
+            if code not in NOT_ON_VIP:
                 self.vip_dispatcher.register(code, handler)
 
     # --- construction helpers ------------------------------------------------------------------
@@ -270,7 +276,15 @@ class BrokerController:
             self.schedule.load()
             self.schedule.start()
         self.end_transaction_processor.start()
-        self.pop.start()
+        revive_queue_num = int(self.ctx.setting("revive_queue_num", pop_names.REVIVE_QUEUE_NUM))
+        if self._pop is None and pop_boot.holds_pop_state(self.store, self.ctx.cluster_name,
+                                                          revive_queue_num):
+            self._load_pop()  # PopReviveService: revive what an earlier run left
+        if self._pop is not None:
+            self._pop.start()
+        else:
+            pop_boot.ensure_revive_topic(self.ctx.topic_config, self.ctx.cluster_name,
+                                         revive_queue_num)
         if self.acl is not None:  # AclFileWatchService
             self.acl.start(self.liveness_clock)
         for processor in self.processors:  # e.g. BrokerStatsManager sampling
@@ -364,7 +378,8 @@ class BrokerController:
         self._register_call = None
         await self.unregister_broker_all()
         self.hold_service.shutdown()
-        self.pop.stop()
+        if self._pop is not None:
+            self._pop.stop()
         self.end_transaction_processor.stop()
         await self.stop_listening()
         await self.factory.close_all()

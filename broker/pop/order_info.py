@@ -24,12 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_emu.broker.configs.base import ConfigManager, config_file_path
+from rocketmq_emu.broker.pop.boot import CONSUMER_ORDER_INFO_JSON
 from rocketmq_emu.broker.pop.extra_info import InfoBuilder
 
 log = logging.getLogger(__name__)
 
-#: ``BrokerPathConfigHelper.getConsumerOrderInfoPath``.
-CONSUMER_ORDER_INFO_JSON = "consumerOrderInfo.json"
 #: ``ConsumerOrderInfoManager.CLEAN_SPAN_FROM_LAST``: entries idle this long are dropped.
 CLEAN_SPAN_FROM_LAST_MS = 24 * 3600 * 1000
 

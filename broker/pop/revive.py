@@ -45,6 +45,7 @@ from typing import Any
 
 from rocketmq_emu.broker.commitlog.record import MessageRecord, decode_record
 from rocketmq_emu.broker.pop import names
+from rocketmq_emu.broker.pop.boot import ensure_revive_topic
 from rocketmq_emu.broker.pop.revive_bodies import (
     AckMsg,
     BatchAckMsg,
@@ -56,7 +57,6 @@ from rocketmq_emu.broker.pop.revive_log import (
     ack_record,
     ck_record,
     ensure_pop_retry_topic,
-    ensure_revive_topic,
 )
 from rocketmq_emu.broker.processors.common import status_name
 

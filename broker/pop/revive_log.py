@@ -1,5 +1,6 @@
 """The messages POP writes to its revive topic ``rmq_sys_REVIVE_LOG_<cluster>`` and the topics
-it creates (the revive topic itself, a group's POP retry topic).
+it creates (a group's POP retry topic; the revive topic is created at the broker's start,
+:mod:`rocketmq_emu.broker.pop.boot`).
 
 Each record is built as Java builds it (``PopMessageProcessor.buildCkMsg``,
 ``AckMessageProcessor.appendAck``, ``ChangeInvisibleTimeProcessor``): topic = revive topic,
@@ -21,21 +22,6 @@ from rocketmq_emu.broker.commitlog.record import MessageRecord
 from rocketmq_emu.broker.configs.topics import PERM_READ, PERM_WRITE, TopicConfig
 from rocketmq_emu.broker.pop import names
 from rocketmq_emu.broker.pop.revive_bodies import AckMsg, BatchAckMsg, PopCheckPoint
-
-
-def ensure_revive_topic(topic_config: Any, cluster: str,
-                        queue_num: int = names.REVIVE_QUEUE_NUM) -> str:
-    """Create the cluster's revive topic unless it exists (``TopicConfigManager`` does at boot:
-    ``reviveQueueNum`` read/write queues, perm RW) and mark it a system topic; its name."""
-    topic = names.revive_topic(cluster)
-    if topic_config.select_topic_config(topic) is None:
-        topic_config.update_topic_config(TopicConfig(topic, read_queue_nums=queue_num,
-                                                     write_queue_nums=queue_num,
-                                                     perm=PERM_READ | PERM_WRITE))
-    systems = getattr(topic_config, "system_topics", None)
-    if systems is not None:
-        systems.add(topic)
-    return topic
 
 
 def ensure_pop_retry_topic(topic_config: Any, consumer_offsets: Any, topic: str,

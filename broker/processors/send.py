@@ -54,7 +54,6 @@ from rocketmq_emu.broker.processors.common import (
     validate_topic,
 )
 from rocketmq_emu.broker.processors.context import BrokerContext
-from rocketmq_emu.broker.processors.recall import recall_handle_for
 from rocketmq_emu.broker.remoting.codes import FLAG_ONEWAY, RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.broker.remoting.headers import (
@@ -295,7 +294,9 @@ class SendMessageProcessor:
             except TimerMessageError as exc:
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL, str(exc), ext)
             if record.topic == TIMER_TOPIC and cmd.code != RequestCode.SEND_BATCH_MESSAGE:
-                # attachRecallHandle: only timer messages pay; answered when the send is OK.
+                # attachRecallHandle: only timer messages pay (recall loads with the first).
+                from rocketmq_emu.broker.processors.recall import recall_handle_for
+
                 handle = recall_handle_for(record, ctx.broker_name)
                 result = ctx.store.put_message(record)
                 if handle is not None and result.status is _PUT_OK:

@@ -104,6 +104,22 @@ class RequestDispatcher:
         """Handle requests with ``code`` (replaces an earlier handler)."""
         self._handlers[int(code)] = handler
 
+    def register_on_first_use(self, code: int, load: Callable[[], object]) -> None:
+        """Handle ``code`` by a handler loaded at its first request: that request calls
+        ``load()``, which must :meth:`register` the real handler for ``code`` (replacing this
+        one), then goes to it as every later request does. For request areas an idle broker
+        never uses, so their modules are not imported at start; ``load`` may be shared by several
+        codes and dispatchers (it runs once per dispatcher at most, while this stands)."""
+
+        def first_use(cmd: RemotingCommand, conn: Any) -> Any:
+            load()
+            handler = self._handlers.get(cmd.code, self._default)
+            if handler is first_use:
+                raise RuntimeError(f"loading request code {cmd.code} registered no handler")
+            return not_supported(cmd) if handler is None else handler(cmd, conn)
+
+        self._handlers[int(code)] = first_use
+
     def register_default(self, handler: Handler | None) -> None:
         """Handle every code without its own handler (None: REQUEST_CODE_NOT_SUPPORTED)."""
         self._default = handler

@@ -37,6 +37,16 @@ UNUSED_AT_IDLE = (
     "rocketmq_emu.broker.conformance.report",
     # TLS: the certificate tool
     "rocketmq_emu.broker.tls.cli",
+    # request areas loaded at the first request of one of their codes (broker/controller_areas.py):
+    # POP (its revive service too, on a store without POP state), recall, the ACL admin codes
+    "rocketmq_emu.broker.pop.service", "rocketmq_emu.broker.pop.revive",
+    "rocketmq_emu.broker.pop.revive_log", "rocketmq_emu.broker.pop.revive_bodies",
+    "rocketmq_emu.broker.pop.order_info", "rocketmq_emu.broker.pop.long_polling",
+    "rocketmq_emu.broker.pop.extra_info", "rocketmq_emu.broker.processors.pop",
+    "rocketmq_emu.broker.processors.pop_ack", "rocketmq_emu.broker.processors.pop_peek",
+    "rocketmq_emu.broker.remoting.headers.pop",
+    "rocketmq_emu.broker.processors.recall", "rocketmq_emu.broker.recall_handle",
+    "rocketmq_emu.broker.processors.acl_admin",
 )
 #: Imported by the reactor itself when pyOpenSSL is installed (twisted.internet.tcp imports
 #: twisted.internet._newtls, and twisted.internet.task for deferLater): `up` may find them
