@@ -13,10 +13,18 @@ request id, date and signature in every request, and hpack's function took 15 us
 
 HPACK is bit-level prefix integers and string literals, not fixed byte layouts: read in plain
 code. Every malformed block (a bad index, an integer over the limit, a truncated block, a size
-update over the limit or after a field, a bad Huffman string, a header list over
-``max_header_list_size``) raises :class:`HeaderBlockError`, which the connection turns into
-COMPRESSION_ERROR (a connection error, RFC 9113 4.3): the dynamic table is no longer in step
-with the peer's.
+update over the limit or after a field, a bad Huffman string) raises :class:`HeaderBlockError`,
+which the connection turns into COMPRESSION_ERROR (a connection error, RFC 9113 4.3): the dynamic
+table is no longer in step with the peer's.
+
+A header list over ``max_header_list_size`` (RFC 9113 6.5.2; an "HPACK bomb" references one large
+dynamic entry thousands of times) is not that: fields past the limit are dropped as they come
+(memory stays bounded by the limit), the rest of the block is still decoded so the dynamic table
+follows the peer's (RFC 9113 10.5.1: "the header block MUST be processed to ensure a consistent
+connection state"), then :class:`HeaderListTooLarge` is raised: a stream error, and the
+connection, whose other calls did nothing wrong, carries on. Stopping at the limit instead would
+leave the table out of step and force a connection error. The work stays linear in the block's
+octets, which the connection bounds.
 
 Decoded fields are plain ``(name, value)`` bytes pairs; whether a field was "never indexed"
 (6.2.3) is not kept, since the server re-encodes none of them.
@@ -31,7 +39,7 @@ from hpack.exceptions import HPACKDecodingError
 from hpack.huffman_table import HUFFMAN_COMPLETE, HUFFMAN_EMIT_SYMBOL, HUFFMAN_FAIL, HUFFMAN_TABLE
 from hpack.table import HeaderTable
 
-__all__ = ["STATIC_TABLE", "HeaderBlockError", "HeaderDecoder", "decode_huffman"]
+__all__ = ["STATIC_TABLE", "HeaderBlockError", "HeaderDecoder", "HeaderListTooLarge", "decode_huffman"]
 
 #: RFC 7541 Appendix A: the 61 static entries; entry ``i`` (1-based) is ``STATIC_TABLE[i - 1]``.
 STATIC_TABLE: tuple[tuple[bytes, bytes], ...] = tuple(HeaderTable.STATIC_TABLE)
@@ -58,6 +66,19 @@ class HeaderBlockError(HPACKDecodingError):
     """A header block that cannot be decoded (a COMPRESSION_ERROR, RFC 9113 4.3).
 
     A subclass of ``hpack``'s decoding error, so code catching that one keeps working."""
+
+
+class HeaderListTooLarge(HeaderBlockError):
+    """A block whose decoded header list is over ``max_header_list_size`` (RFC 9113 6.5.2).
+
+    Raised once the whole block was decoded: the dynamic table is in step, so this is a stream
+    error (code that only knows HeaderBlockError still closes the connection: safe, not needed)."""
+
+
+#: Where fields past the header list limit go (nowhere: a C-level no-op append).
+_DROP = deque(maxlen=0).append
+#: The limit once it was passed: nothing more is counted against it.
+_NO_LIMIT = float("inf")
 
 
 #: The Huffman decoder's states are the code tree's 256 inner nodes (hpack's numbering, 0 is the
@@ -262,8 +283,9 @@ class HeaderDecoder:
         static = _STATIC_BY_INDEX
         entries, sizes = self._entries, self._sizes
         static_sizes = _STATIC_SIZES
-        limit = self.max_header_list_size
+        limit: float = self.max_header_list_size
         listed = 0
+        over = False
         pos = 0
         end = len(block)
         while pos < end:
@@ -283,8 +305,8 @@ class HeaderDecoder:
                     listed += sizes[index - _DYNAMIC_BASE]
                 else:
                     field = self._field(index)  # raises: outside the tables
-                if listed > limit:
-                    raise HeaderBlockError(f"header list over {limit} octets (RFC 9113 6.5.2)")
+                if listed > limit:  # 6.5.2: keep decoding for the table, keep no more fields
+                    limit, append, over = _NO_LIMIT, _DROP, True
                 append(field)
                 continue
             elif first & 0x40:  # 6.2.1 Literal with Incremental Indexing: 01, 6-bit name index
@@ -299,7 +321,7 @@ class HeaderDecoder:
                 self._add(name, value)
                 field = (name, value)
             elif first & 0x20:  # 6.3 Dynamic Table Size Update: 001, 5-bit prefix size
-                if headers:  # 4.2: only at the start of a block
+                if headers or over:  # 4.2: only at the start of a block
                     raise HeaderBlockError("table size update after a field (RFC 7541 4.2)")
                 size = first & 0x1F
                 if size == 0x1F:
@@ -317,9 +339,12 @@ class HeaderDecoder:
                 value, pos = _string(block, pos)
                 field = (name, value)
             listed += len(name) + len(value) + ENTRY_OVERHEAD
-            if listed > limit:
-                raise HeaderBlockError(f"header list over {limit} octets (RFC 9113 6.5.2)")
+            if listed > limit:  # 6.5.2: as above
+                limit, append, over = _NO_LIMIT, _DROP, True
             append(field)
         if self._table_size > self.max_table_size:  # 4.2: our limit shrank, no update came
             raise HeaderBlockError("the table was not shrunk to our limit (RFC 7541 4.2)")
+        if over:
+            raise HeaderListTooLarge(
+                f"header list over {self.max_header_list_size} octets (RFC 9113 6.5.2)")
         return headers

@@ -11,7 +11,7 @@ its own (SETTINGS ACK, PING ACK, WINDOW_UPDATE) and taken with
 :meth:`~H2ServerConnection.data_to_send`, so the owner writes once per read.
 
 What a gRPC server needs and no more: no server push, no priorities (PRIORITY is parsed and
-ignored, RFC 9113 5.3.2), no HTTP semantics beyond the one below (the gRPC layer checks the
+ignored, RFC 9113 5.3.2, but for a stream made to depend on itself, 5.3.1), no HTTP semantics beyond the one below (the gRPC layer checks the
 headers it needs). Header blocks are decoded with
 :class:`~rocketmq_emu.broker.grpc.hpack_decode.HeaderDecoder` and encoded with
 :class:`~rocketmq_emu.broker.grpc.hpack_plain.PlainEncoder`.
@@ -26,13 +26,22 @@ headers it needs). Header blocks are decoded with
   tells the listener ``on_reset``.
 * Once our END_STREAM is out on a stream the client is still sending on, RST_STREAM(NO_ERROR)
   follows (RFC 9113 8.1: a complete response stops the request).
+* Closed streams are remembered with how they closed (5.1), for the frames that may still come
+  on them; those answers, and the budgets against Rapid Reset and unread PING/SETTINGS ACKs,
+  are :mod:`~rocketmq_emu.broker.grpc.http2_guard`'s.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Protocol
 
-from rocketmq_emu.broker.grpc.hpack_decode import HeaderBlockError, HeaderDecoder
+from rocketmq_emu.broker.grpc.hpack_decode import (
+    HeaderBlockError,
+    HeaderDecoder,
+    HeaderListTooLarge,
+)
 from rocketmq_emu.broker.grpc.hpack_plain import PlainEncoder
 from rocketmq_emu.broker.grpc.http2_frames import (
     ACK,
@@ -61,15 +70,23 @@ from rocketmq_emu.broker.grpc.http2_frames import (
     settings,
     window_update,
 )
-from rocketmq_emu.broker.grpc.http2_send import Sender, Stream
+from rocketmq_emu.broker.grpc.http2_guard import Budgets, Guard
+from rocketmq_emu.broker.grpc.http2_guard import Fatal as _Fatal
+from rocketmq_emu.broker.grpc.http2_request import trailers_ok
+from rocketmq_emu.broker.grpc.http2_send import RESET_BY_PEER, RESET_BY_US, Sender, Stream
 
 __all__ = ["H2ServerConnection", "Listener"]
 
 _SETTINGS, _CONTINUATION = FrameType.SETTINGS, FrameType.CONTINUATION
 _SETTINGS_ACK = frame(FrameType.SETTINGS, ACK, 0)
-#: A header block held across CONTINUATION frames may not grow past this (10.5: a peer
-#: streaming CONTINUATIONs forever must not exhaust memory).
-_MAX_HEADER_BLOCK = 1 << 20
+#: Not a wire flag: marks a HEADERS whose priority names its own stream (5.3.1).
+_SELF_DEPENDENT = 0x100
+#: A header block held across CONTINUATION frames may not grow past this many times
+#: SETTINGS_MAX_HEADER_LIST_SIZE (Huffman codes run to 30 bits a byte: a block that decodes
+#: within the list size is at most ~4 times it), nor take more than ``_MAX_CONTINUATIONS`` frames
+#: (10.5, the CONTINUATION flood of VU#421644: nghttp2 counts them too; empty ones grow nothing).
+_HEADER_BLOCK_FACTOR = 4
+_MAX_CONTINUATIONS = 32
 
 
 class Listener(Protocol):
@@ -89,16 +106,7 @@ class Listener(Protocol):
         """The client sent GOAWAY (it opens no more streams)."""
 
 
-class _Fatal(Exception):
-    """A connection error (RFC 9113 5.4.1)."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-class H2ServerConnection(Sender):
+class H2ServerConnection(Guard, Sender):
     """The server side of one HTTP/2 connection (see the module docstring).
 
     Call :meth:`initiate` once, :meth:`receive` with each read, then write
@@ -109,7 +117,8 @@ class H2ServerConnection(Sender):
 
     def __init__(self, listener: Listener, *, max_concurrent_streams: int = 100,
                  stream_window: int = DEFAULT_WINDOW, connection_window: int = DEFAULT_WINDOW,
-                 max_header_list_size: int = 1 << 16) -> None:
+                 max_header_list_size: int = 1 << 16,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.listener = listener
         self.max_concurrent_streams = max_concurrent_streams
         self.stream_window = stream_window
@@ -132,7 +141,12 @@ class H2ServerConnection(Sender):
         self._buffer = b""
         self._preface = CONNECTION_PREFACE
         self._settings_seen = False
-        self._continuation: tuple[int, int, list[bytes]] | None = None
+        #: A header block awaiting CONTINUATION: stream id, HEADERS' flags, parts, their size.
+        self._continuation: tuple[int, int, list[bytes], list[int]] | None = None
+        self._max_header_block = _HEADER_BLOCK_FACTOR * max(max_header_list_size, DEFAULT_MAX_FRAME_SIZE)
+        #: Closed streams by id: how each closed (http2_send's CLOSED, RESET_BY_PEER, RESET_BY_US).
+        self._closed: dict[int, int] = {}
+        self._budgets = Budgets(clock)
         self._decoder = HeaderDecoder(max_header_list_size)
         self._blocked: dict[int, Stream] = {}
         self._credit: list[Stream] = []
@@ -235,9 +249,8 @@ class H2ServerConnection(Sender):
             payload = self._unpad(payload)
         stream = self.streams.get(stream_id)
         if stream is None:
-            if stream_id > self.last_stream_id:
-                raise _Fatal(ErrorCode.PROTOCOL_ERROR, f"DATA on idle stream {stream_id} (5.1)")
-            return  # closed or reset: counted on the connection only (5.4.2, 6.9)
+            self._not_open(stream_id, "DATA")  # counted on the connection only (6.9)
+            return
         if stream.remote_closed:
             self._stream_error(stream, ErrorCode.STREAM_CLOSED)  # 5.1 half-closed (remote)
             return
@@ -263,20 +276,27 @@ class H2ServerConnection(Sender):
         if flags & PRIORITY_FLAG:
             if len(payload) < PRIORITY_SIZE:
                 raise _Fatal(ErrorCode.FRAME_SIZE_ERROR, "HEADERS too short for its priority (6.2)")
+            if WORD_STRUCT.unpack_from(payload)[0] & STREAM_ID_MASK == stream_id:
+                flags |= _SELF_DEPENDENT  # 5.3.1: a stream error, once the block is decoded
             payload = payload[PRIORITY_SIZE:]
         if flags & END_HEADERS:
             self._header_block(stream_id, flags, payload)
         else:
-            self._continuation = (stream_id, flags, [payload])
+            self._continuation = (stream_id, flags, [payload], [len(payload)])
 
     def _on_continuation(self, flags: int, stream_id: int, payload: bytes) -> None:
         pending = self._continuation
         if pending is None or pending[0] != stream_id:
             raise _Fatal(ErrorCode.PROTOCOL_ERROR, f"unexpected CONTINUATION on stream {stream_id} (6.10)")
-        parts = pending[2]
+        parts, size = pending[2], pending[3]
         parts.append(payload)
-        if sum(len(p) for p in parts) > _MAX_HEADER_BLOCK:
-            raise _Fatal(ErrorCode.ENHANCE_YOUR_CALM, "header block over 1 MiB (10.5)")
+        size[0] += len(payload)
+        if size[0] > self._max_header_block:
+            raise _Fatal(ErrorCode.ENHANCE_YOUR_CALM,
+                         f"CONTINUATION flood: header block over {self._max_header_block} bytes (10.5)")
+        if len(parts) > _MAX_CONTINUATIONS:
+            raise _Fatal(ErrorCode.ENHANCE_YOUR_CALM,
+                         f"CONTINUATION flood: over {_MAX_CONTINUATIONS} CONTINUATION frames (10.5)")
         if flags & END_HEADERS:
             self._continuation = None
             self._header_block(stream_id, pending[1], b"".join(parts))
@@ -288,24 +308,29 @@ class H2ServerConnection(Sender):
         if stream is not None:  # trailers (8.1): they must end the stream
             if stream.remote_closed:
                 self._stream_error(stream, ErrorCode.STREAM_CLOSED)
-            elif not end:
+            elif not end or not trailers_ok(headers):  # 8.1: malformed trailers too
                 self._stream_error(stream, ErrorCode.PROTOCOL_ERROR)
             else:
                 stream.remote_closed = True
                 self.listener.on_data(stream_id, b"", True)
             return
-        if not stream_id & 1:
-            raise _Fatal(ErrorCode.PROTOCOL_ERROR, f"client stream {stream_id} is even (5.1.1)")
-        if stream_id <= self.last_stream_id:
-            return  # a stream closed or reset already: ignored (5.1, 5.4.2)
+        if stream_id <= self.last_stream_id or stream_id in self._closed or not stream_id & 1:
+            self._not_open(stream_id, "HEADERS")
+            return
         self.last_stream_id = stream_id
+        if flags & _SELF_DEPENDENT or headers is None:  # None: over MAX_HEADER_LIST_SIZE (6.5.2)
+            self._closed_as(stream_id, RESET_BY_US)
+            self._out.append(rst_stream(stream_id, ErrorCode.PROTOCOL_ERROR))
+            self._count_reset()
+            return
         if self.goaway_sent or len(self.streams) >= self.max_concurrent_streams:
+            self._closed_as(stream_id, RESET_BY_US)
             self._out.append(rst_stream(stream_id, ErrorCode.REFUSED_STREAM))  # 5.1.2, 8.7
             return
         self.streams[stream_id] = Stream(stream_id, self._peer_initial_window, self.stream_window, end)
         self.listener.on_request(stream_id, headers, end)
 
-    def _decode(self, block: bytes) -> list[tuple[bytes, bytes]]:
+    def _decode(self, block: bytes) -> list[tuple[bytes, bytes]] | None:
         """Decode a header block (RFC 7541); a bad one is a COMPRESSION_ERROR (4.3).
 
         The decoder remembers only blocks that leave its dynamic table unchanged (grpc C-core's
@@ -314,6 +339,8 @@ class H2ServerConnection(Sender):
         blocks changes the table and is decoded afresh."""
         try:
             return self._decoder.decode(block)
+        except HeaderListTooLarge:
+            return None  # decoded whole, the table in step: a stream error (hpack_decode)
         except HeaderBlockError as exc:
             raise _Fatal(ErrorCode.COMPRESSION_ERROR, f"header block: {exc} (4.3)") from None
 
@@ -321,19 +348,28 @@ class H2ServerConnection(Sender):
         if not stream_id:
             raise _Fatal(ErrorCode.PROTOCOL_ERROR, "PRIORITY on stream 0 (6.3)")
         if len(payload) != PRIORITY_SIZE:
-            stream = self.streams.get(stream_id)
-            if stream is not None:
-                self._stream_error(stream, ErrorCode.FRAME_SIZE_ERROR)
-            else:
-                self._out.append(rst_stream(stream_id, ErrorCode.FRAME_SIZE_ERROR))
+            code = ErrorCode.FRAME_SIZE_ERROR
+        elif WORD_STRUCT.unpack_from(payload)[0] & STREAM_ID_MASK == stream_id:
+            code = ErrorCode.PROTOCOL_ERROR  # 5.3.1: a stream cannot depend on itself
+        else:
+            return  # 5.3.2: priorities are not used
+        stream = self.streams.get(stream_id)
+        if stream is not None:
+            self._stream_error(stream, code)
+        elif self._closed.get(stream_id) != RESET_BY_US:
+            if stream_id & 1 and stream_id > self.last_stream_id:
+                self._closed_as(stream_id, RESET_BY_US)  # an idle stream closes (5.1)
+            self._out.append(rst_stream(stream_id, code))
 
     def _on_rst_stream(self, flags: int, stream_id: int, payload: bytes) -> None:
         if len(payload) != WORD_STRUCT.size:
             raise _Fatal(ErrorCode.FRAME_SIZE_ERROR, "RST_STREAM is not 4 bytes (6.4)")
-        if not stream_id or stream_id > self.last_stream_id:
+        if not stream_id or not stream_id & 1 or stream_id > self.last_stream_id \
+                and stream_id not in self._closed:
             raise _Fatal(ErrorCode.PROTOCOL_ERROR, f"RST_STREAM on idle stream {stream_id} (6.4)")
-        if self._forget(stream_id) is not None:
+        if self._forget(stream_id, RESET_BY_PEER) is not None:
             self.listener.on_reset(stream_id, WORD_STRUCT.unpack(payload)[0])
+        self._count_reset()  # even on a stream we answered at once: the work was done
 
     def _on_settings(self, flags: int, stream_id: int, payload: bytes) -> None:
         if stream_id:
@@ -366,6 +402,8 @@ class H2ServerConnection(Sender):
             elif identifier == Setting.ENABLE_PUSH and value > 1:
                 raise _Fatal(ErrorCode.PROTOCOL_ERROR, f"ENABLE_PUSH {value} (6.5.2)")
         self._out.append(_SETTINGS_ACK)  # 6.5.3
+        if self._budgets.paused:
+            self._ack_queued()
         if grown:
             self._flush_blocked()
 
@@ -379,6 +417,8 @@ class H2ServerConnection(Sender):
             raise _Fatal(ErrorCode.PROTOCOL_ERROR, "PING on a stream (6.7)")
         if not flags & ACK:
             self._out.append(frame(FrameType.PING, ACK, 0, payload))
+            if self._budgets.paused:
+                self._ack_queued()
 
     def _on_goaway(self, flags: int, stream_id: int, payload: bytes) -> None:
         if stream_id:
@@ -402,8 +442,10 @@ class H2ServerConnection(Sender):
             return
         stream = self.streams.get(stream_id)
         if stream is None:
-            if stream_id > self.last_stream_id:
-                raise _Fatal(ErrorCode.PROTOCOL_ERROR, f"WINDOW_UPDATE on idle stream {stream_id} (5.1)")
+            how = self._not_open(stream_id, "WINDOW_UPDATE")
+            if not increment and how != RESET_BY_PEER:  # 6.9: a stream error even once closed
+                self._closed_as(stream_id, RESET_BY_US)
+                self._out.append(rst_stream(stream_id, ErrorCode.PROTOCOL_ERROR))
             return
         if not increment:
             self._stream_error(stream, ErrorCode.PROTOCOL_ERROR)
@@ -424,9 +466,10 @@ class H2ServerConnection(Sender):
 
     def _stream_error(self, stream: Stream, code: ErrorCode) -> None:
         """A stream error (5.4.2): RST_STREAM, and the listener told."""
-        self._forget(stream.id)
+        self._forget(stream.id, RESET_BY_US)
         self._out.append(rst_stream(stream.id, code))
         self.listener.on_reset(stream.id, code)
+        self._count_reset()  # "MadeYouReset": resets the client provokes count as its own
 
     def _credit_windows(self) -> None:
         """WINDOW_UPDATE for what this read consumed, where half a window is unacknowledged."""

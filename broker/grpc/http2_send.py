@@ -19,7 +19,20 @@ from rocketmq_emu.broker.grpc.http2_frames import (
     rst_stream,
 )
 
-__all__ = ["Sender", "Stream"]
+__all__ = ["CLOSED", "RESET_BY_PEER", "RESET_BY_US", "Sender", "Stream"]
+
+# How a stream closed (RFC 9113 5.1 "closed"), remembered for the frames that may still come:
+#: both sides ended it: a frame other than PRIORITY, WINDOW_UPDATE or RST_STREAM is a
+#: connection error STREAM_CLOSED;
+CLOSED = 0
+#: the client's RST_STREAM: any frame but PRIORITY is a stream error STREAM_CLOSED;
+RESET_BY_PEER = 1
+#: our RST_STREAM (or REFUSED_STREAM): what was in flight is ignored.
+RESET_BY_US = 2
+#: How many closed streams are remembered (at least half as many; the oldest are forgotten
+#: first): frames on a stream older than these are treated as on one closed normally (5.1
+#: allows limiting the period).
+CLOSED_MEMORY = 1024
 
 _DATA, _HEADERS, _CONTINUATION = FrameType.DATA, FrameType.HEADERS, FrameType.CONTINUATION
 _pack_header = HEADER.pack
@@ -53,6 +66,7 @@ class Sender:
     _peer_max_frame: int
     _out: list[bytes | memoryview]
     _blocked: dict[int, Stream]
+    _closed: dict[int, int]
 
     def buffered(self, stream_id: int) -> int:
         """Bytes of DATA waiting for the peer's window on ``stream_id``."""
@@ -94,7 +108,7 @@ class Sender:
 
     def reset_stream(self, stream_id: int, code: int = ErrorCode.CANCEL) -> None:
         """Send RST_STREAM and forget the stream (nothing more is sent or told for it)."""
-        if self._forget(stream_id) is not None:
+        if self._forget(stream_id, RESET_BY_US) is not None:
             self._out.append(rst_stream(stream_id, code))
 
     def close(self, code: int = ErrorCode.NO_ERROR, debug: bytes = b"") -> None:
@@ -103,9 +117,24 @@ class Sender:
             self.goaway_sent = True
             self._out.append(goaway(self.last_stream_id, code, debug))
 
-    def _forget(self, stream_id: int) -> Stream | None:
+    def _forget(self, stream_id: int, how: int) -> Stream | None:
+        """Close an open stream (None if it was not), remembering ``how`` (5.1 "closed")."""
         self._blocked.pop(stream_id, None)
-        return self.streams.pop(stream_id, None)
+        stream = self.streams.pop(stream_id, None)
+        if stream is not None:
+            closed = self._closed
+            closed[stream_id] = how
+            if len(closed) > CLOSED_MEMORY:
+                self._closed_as(stream_id, how)
+        return stream
+
+    def _closed_as(self, stream_id: int, how: int) -> None:
+        closed = self._closed
+        closed[stream_id] = how
+        if len(closed) > CLOSED_MEMORY:
+            # The newer half is kept, in one copy: deleting the oldest one by one makes
+            # next(iter(dict)) walk the dict's deleted slots, a cost per call.
+            self._closed = dict(list(closed.items())[CLOSED_MEMORY >> 1:])
 
     def _write_headers(self, stream_id: int, headers: list[tuple[bytes, bytes]], end_stream: bool) -> None:
         """HEADERS, plus CONTINUATIONs when the block exceeds the peer's frame size (6.10)."""
@@ -127,8 +156,10 @@ class Sender:
 
     def _ended(self, stream: Stream) -> None:
         """Our END_STREAM is out: the stream closes, or the client still sending is stopped."""
-        self._forget(stream.id)
-        if not stream.remote_closed:
+        if stream.remote_closed:
+            self._forget(stream.id, CLOSED)
+        else:
+            self._forget(stream.id, RESET_BY_US)
             self._out.append(rst_stream(stream.id, ErrorCode.NO_ERROR))
 
     def _flush(self, stream: Stream) -> None:

@@ -28,6 +28,10 @@ A unary request is handled once its END_STREAM arrives.
 
 Behaviours (grpc doc/PROTOCOL-HTTP2.md; grpc-java's messages where it has one):
 
+* a malformed HTTP/2 request (RFC 9113 8.1-8.3, ``http2_request.check_request``: upper-case or
+  connection-specific fields, bad or misplaced pseudo-headers, DATA that disagrees with
+  content-length; malformed trailers are the connection's) is reset with PROTOCOL_ERROR and never
+  served; a header list over SETTINGS_MAX_HEADER_LIST_SIZE (8 KiB) likewise;
 * unknown path or a method without a handler: UNIMPLEMENTED, Trailers-Only; a bad Request-Headers
   block gets what ``wire.parse_request_headers`` says (405/415/400, INTERNAL);
 * a bad Length-Prefixed-Message (flag, truncated at END_STREAM, over ``max_message_size``) or a
@@ -67,6 +71,7 @@ from rocketmq_emu.broker.grpc.call import DROP, CallEvent, RawPayload, ServerCal
 from rocketmq_emu.broker.grpc.deadlines import Deadlines
 from rocketmq_emu.broker.grpc.http2 import H2ServerConnection
 from rocketmq_emu.broker.grpc.http2_frames import ErrorCode
+from rocketmq_emu.broker.grpc.http2_request import MalformedRequest, check_request, content_length
 from rocketmq_emu.broker.grpc.runner import CLIENT_STREAMING, CallRunner, Interceptor
 from rocketmq_emu.broker.grpc.streams import StreamWriter, as_bytes
 from rocketmq_emu.broker.grpc.wire import (
@@ -99,6 +104,9 @@ DEFAULT_MAX_CONCURRENT_STREAMS = 1000
 #: 1 MiB per stream; more on the connection so concurrent uploads do not wait on each other.
 DEFAULT_STREAM_WINDOW = 1 << 20
 DEFAULT_CONNECTION_WINDOW = 16 << 20
+#: SETTINGS_MAX_HEADER_LIST_SIZE: grpc-java's ``GrpcUtil.DEFAULT_MAX_HEADER_LIST_SIZE`` (8 KiB,
+#: the proxy's maxInboundMetadataSize); a request over it is reset, the connection kept.
+DEFAULT_MAX_HEADER_LIST_SIZE = 8192
 
 Handler = Callable[..., Any]
 Observer = Callable[[CallEvent], None]
@@ -228,7 +236,11 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         self.h2: H2ServerConnection | None = None
         self._receiving = False
         self._shut = False
-        self._header_cache: dict[tuple[tuple[bytes, bytes], ...], RequestHeaders] = {}
+        #: Parsed blocks by field list: (headers, pseudo-header count, content-length).
+        self._header_cache: dict[tuple[tuple[bytes, bytes], ...],
+                                 tuple[RequestHeaders, int, int | None]] = {}
+        #: content-length still expected on a stream that announced one (RFC 9113 8.1.1).
+        self._content_left: dict[int, int] = {}
         self._deadlines = Deadlines(self.clock, self._deadline_expired)
         self._close_events = CloseEvents(self)
 
@@ -258,12 +270,29 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         factory.connections.add(self)
         h2 = H2ServerConnection(self, max_concurrent_streams=factory.max_concurrent_streams,
                                 stream_window=factory.stream_window,
-                                connection_window=factory.connection_window)
+                                connection_window=factory.connection_window,
+                                max_header_list_size=DEFAULT_MAX_HEADER_LIST_SIZE)
         h2.initiate()
         self.h2 = h2
+        # A streaming producer: the transport says when its buffer fills (a client that does
+        # not read), and the connection then counts the ACKs it queues (http2.MAX_QUEUED_ACKS).
+        self.transport.registerProducer(self, True)
         self._write_out()
         if factory.closing:
             self.shutdown()
+
+    def pauseProducing(self) -> None:  # noqa: N802 - Twisted's IPushProducer
+        """The transport's buffer is full: the client is not reading."""
+        if self.h2 is not None:
+            self.h2.pause_writing()
+
+    def resumeProducing(self) -> None:  # noqa: N802 - Twisted's IPushProducer
+        """The transport's buffer drained."""
+        if self.h2 is not None:
+            self.h2.resume_writing()
+
+    def stopProducing(self) -> None:  # noqa: N802 - Twisted's IPushProducer
+        """The connection is going: connectionLost follows."""
 
     def connectionLost(self, reason: Failure | None = None) -> None:  # noqa: N802
         """Cancel every call still open; tell the close callbacks and waiters."""
@@ -330,7 +359,9 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
             self.h2.reset_stream(sid, ErrorCode.REFUSED_STREAM)
             return
         try:
-            headers = self._parse_headers(raw)
+            headers, expected = self._parse_headers(raw)
+            if expected and end_stream:
+                raise MalformedRequest(f"content-length {expected} without DATA (RFC 9113 8.1.1)")
             method = factory.methods[headers.path]
             decoder = MessageDecoder(factory.max_message_size, headers.encoding)
         except RequestRejected as rejected:
@@ -340,10 +371,15 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         except GrpcError as error:
             self._reject(sid, trailers_only(error.code, error.message))
             return
+        except MalformedRequest as malformed:  # RFC 9113 8.1.1: never served
+            self._malformed(sid, malformed)
+            return
         call = ServerCall(self, sid, method, headers)
         call._decoder = decoder
         call.client_closed = end_stream
         self.calls[sid] = call
+        if expected is not None and not end_stream:
+            self._expect_content(sid, expected)
         if headers.timeout is not None:
             call.deadline = self.clock.seconds() + headers.timeout
             if headers.timeout <= 0:
@@ -355,25 +391,32 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         elif end_stream:
             self._abort(call, StatusCode.INTERNAL, "Half-closed without a request")
 
-    def _parse_headers(self, raw: list[tuple[bytes, bytes]]) -> RequestHeaders:
-        """``wire.parse_request_headers``, remembered per connection: a client sends the same
-        block call after call but for ``grpc-timeout`` and the 5.x SDKs' per-request fields
-        (:data:`_PER_REQUEST`), which are taken on their own (those metadata go after the rest)."""
+    def _parse_headers(self, raw: list[tuple[bytes, bytes]]) -> tuple[RequestHeaders, int | None]:
+        """``http2_request.check_request`` then ``wire.parse_request_headers``, remembered per
+        connection, and the request's content-length: a client sends the same block call after
+        call but for ``grpc-timeout`` and the 5.x SDKs' per-request fields (:data:`_PER_REQUEST`),
+        which are taken on their own (those metadata go after the rest). MalformedRequest for a
+        malformed HTTP/2 request (RFC 9113 8.1.1), before the gRPC rules."""
         per_request = _PER_REQUEST
         key = tuple([field for field in raw if field[0] not in per_request])
         cache = self._header_cache
-        parsed = cache.get(key)
-        if parsed is None:
-            parsed = parse_request_headers(list(key), self.factory.methods)
+        entry = cache.get(key)
+        if entry is None:
+            check_request(key)
+            entry = (parse_request_headers(list(key), self.factory.methods),
+                     sum(1 for name, _ in key if name[:1] == b":"), content_length(key))
             if len(cache) < _HEADER_CACHE_LIMIT:
-                cache[key] = parsed
+                cache[key] = entry
+        parsed, pseudo_count, expected = entry
         if len(key) == len(raw):
-            return parsed
+            return parsed, expected
         timeout = None
         varying: list[tuple[str, str | bytes]] = []
-        for name, value in raw:
+        for at, (name, value) in enumerate(raw):
             if name not in per_request:
                 continue
+            if at < pseudo_count:  # a pseudo-header comes after this regular field
+                raise MalformedRequest(f"pseudo-header after {name.decode()!r} (RFC 9113 8.3)")
             if name == b"grpc-timeout":
                 if timeout is None:  # the first one, as parse_request_headers takes
                     timeout = value
@@ -381,7 +424,16 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
                 varying.append((name.decode("latin-1"), value.decode("latin-1").strip()))
         return parsed.with_request_fields(
             parsed.timeout if timeout is None else _timeout(timeout),
-            (*parsed.metadata, *varying) if varying else parsed.metadata)
+            (*parsed.metadata, *varying) if varying else parsed.metadata), expected
+
+    def _malformed(self, sid: int, malformed: MalformedRequest) -> None:
+        """RFC 9113 8.1.1: a malformed request is a stream error of type PROTOCOL_ERROR."""
+        log.debug("%s: stream %d malformed: %s", self.peer_addr, sid, malformed)
+        self._content_left.pop(sid, None)
+        call = self.calls.pop(sid, None)
+        if call is not None:
+            call._mark_cancelled()
+        self.h2.reset_stream(sid, ErrorCode.PROTOCOL_ERROR)
 
     def _reject(self, sid: int, headers: list[tuple[str, str]]) -> None:
         """Answer a stream with one HEADERS block (END_STREAM); the connection stops a client
@@ -393,6 +445,9 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
         larger than the window streams in); END_STREAM ends the request."""
         call = self.calls.get(sid)
         if call is None:
+            return
+        if self._content_left and sid in self._content_left \
+                and not self._count_content(sid, len(data), end_stream):
             return
         if data and not (call.finished or call.cancelled):
             try:
@@ -412,6 +467,27 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
                     return
         if end_stream:
             self._stream_ended(call)
+
+    def _expect_content(self, sid: int, expected: int) -> None:
+        """Count the stream's DATA against its content-length. Entries of calls that ended
+        before the client's END_STREAM are dropped once there are more than streams."""
+        left = self._content_left
+        left[sid] = expected
+        if len(left) > self.factory.max_concurrent_streams:
+            for stale in [s for s in left if s not in self.calls]:
+                del left[stale]
+
+    def _count_content(self, sid: int, size: int, end_stream: bool) -> bool:
+        """DATA against the stream's content-length (8.1.1); False once it disagrees (reset)."""
+        left = self._content_left[sid] - size
+        if left < 0 or (end_stream and left):
+            self._malformed(sid, MalformedRequest("DATA disagrees with content-length (RFC 9113 8.1.1)"))
+            return False
+        if end_stream:
+            del self._content_left[sid]
+        else:
+            self._content_left[sid] = left
+        return True
 
     def _deliver(self, call: ServerCall, message: Any) -> None:
         if call.method.kind in CLIENT_STREAMING:
@@ -440,6 +516,7 @@ class GrpcProtocol(CallRunner, StreamWriter, Protocol):
 
     def on_reset(self, sid: int, error_code: int) -> None:
         """The client's RST_STREAM (or a stream error): the call is cancelled, nothing written."""
+        self._content_left.pop(sid, None)
         call = self.calls.pop(sid, None)
         if call is not None:
             log.debug("%s: %r reset (error code %s)", self.peer_addr, call, error_code)

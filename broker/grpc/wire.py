@@ -29,6 +29,7 @@ from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
+from typing import Any
 
 import construct as cs
 
@@ -119,6 +120,11 @@ DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 #: Message-Encodings this module can decompress ("identity" means none).
 SUPPORTED_ENCODINGS = ("identity", "gzip", "deflate")
 _ZLIB_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+#: A compressed message is inflated whole up to this; past it, the rest is first inflated in
+#: :data:`_INFLATE_STEP` pieces and counted, not kept, so a small message that inflates past the
+#: limit (a "zip bomb") is refused having held this much, not the limit (130 MiB at the proxy).
+_INFLATE_AT_ONCE = 1 << 20
+_INFLATE_STEP = 1 << 16
 
 
 def encode_message(payload: bytes, compressed: bool = False) -> bytes:
@@ -193,18 +199,38 @@ class MessageDecoder:
                             f"message of {length} bytes is over the limit of {self.max_size}")
 
     def _decompress(self, payload: bytes) -> bytes:
-        inflater = zlib.decompressobj(_ZLIB_WBITS[self.encoding])  # type: ignore[index]
+        wbits = _ZLIB_WBITS[self.encoding]  # type: ignore[index]
+        limit = self.max_size
+        inflater = zlib.decompressobj(wbits)
         try:
-            data = inflater.decompress(payload, self.max_size + 1)
+            data = inflater.decompress(payload, min(limit, _INFLATE_AT_ONCE) + 1)
+            if len(data) > _INFLATE_AT_ONCE and limit > _INFLATE_AT_ONCE:
+                data = self._inflate_large(inflater, payload, wbits, len(data))
         except zlib.error as exc:
             raise GrpcError(StatusCode.INTERNAL,
                             f"message does not decompress with {self.encoding}: {exc}") from None
-        if len(data) > self.max_size:
+        if len(data) > limit:
             raise GrpcError(StatusCode.RESOURCE_EXHAUSTED,
-                            f"decompressed message is over the limit of {self.max_size} bytes")
-        if not inflater.eof:
+                            f"decompressed message is over the limit of {limit} bytes")
+        if not inflater.eof:  # (the large path checked it)
             raise GrpcError(StatusCode.INTERNAL, f"message is a truncated {self.encoding} stream")
         return data
+
+    def _inflate_large(self, inflater: Any, payload: bytes, wbits: int, size: int) -> bytes:
+        """A message inflating past one step: its size counted a step at a time (nothing kept),
+        then, under the limit, inflated again whole (a second pass only for large messages)."""
+        limit = self.max_size
+        while not inflater.eof and size <= limit:
+            step = inflater.decompress(inflater.unconsumed_tail, _INFLATE_STEP)
+            if not step:
+                break
+            size += len(step)
+        if size > limit:
+            raise GrpcError(StatusCode.RESOURCE_EXHAUSTED,
+                            f"decompressed message is over the limit of {limit} bytes")
+        if not inflater.eof:
+            raise GrpcError(StatusCode.INTERNAL, f"message is a truncated {self.encoding} stream")
+        return zlib.decompressobj(wbits).decompress(payload, limit + 1)
 
 
 # --- Timeout ---------------------------------------------------------------------------------------

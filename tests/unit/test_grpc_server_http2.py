@@ -352,11 +352,12 @@ def test_max_concurrent_streams_refuses_the_next_stream() -> None:
 
 
 def test_a_reused_stream_id_is_ignored_and_the_hpack_table_follows() -> None:
-    """5.1.1: ids increase; a HEADERS on a closed stream is dropped, its block still decoded."""
+    """5.1: a HEADERS on a stream we reset is dropped, its block still decoded."""
     enc = Encoder()
     conn, rec = server()
     conn.receive(preface() + frame(FrameType.HEADERS, END_HEADERS, 3, enc.encode(REQUEST)))
-    conn.receive(frame(FrameType.HEADERS, END_HEADERS, 1, enc.encode(REQUEST + [("a", "b")])))
+    conn.reset_stream(3)
+    conn.receive(frame(FrameType.HEADERS, END_HEADERS, 3, enc.encode(REQUEST + [("a", "b")])))
     conn.receive(frame(FrameType.HEADERS, END_HEADERS, 5, enc.encode(REQUEST + [("a", "b")])))
     assert [e[1] for e in rec.events] == [3, 5] and (b"a", b"b") in rec.events[-1][2]
 
