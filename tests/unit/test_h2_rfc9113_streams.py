@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from hpack import Encoder
+from test_grpc_server_http2 import frames
 from twisted.internet import task
 from twisted.internet.address import IPv4Address
 from twisted.internet.testing import StringTransport
@@ -19,7 +20,6 @@ from rocketmq_emu.broker.grpc.http2_frames import (
     CONNECTION_PREFACE,
     END_HEADERS,
     END_STREAM,
-    HEADER,
     PRIORITY_FLAG,
     ErrorCode,
     FrameType,
@@ -84,17 +84,6 @@ def data(sid: int, payload: bytes = b"\x00\x00\x00\x00\x00", flags: int = 0) -> 
 
 def priority(sid: int, depends_on: int) -> bytes:
     return frame(FrameType.PRIORITY, 0, sid, depends_on.to_bytes(4, "big") + b"\x10")
-
-
-def frames(out: bytes) -> list[tuple[int, int, int, bytes]]:
-    """(type, flags, stream id, payload) of each frame in ``out``."""
-    found, at = [], 0
-    while at < len(out):
-        length_type, flags, sid = HEADER.unpack_from(out, at)
-        length = length_type >> 8
-        found.append((length_type & 0xFF, flags, sid, out[at + HEADER.size:at + HEADER.size + length]))
-        at += HEADER.size + length
-    return found
 
 
 def resets(conn: H2ServerConnection) -> list[tuple[int, ErrorCode]]:
