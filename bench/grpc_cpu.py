@@ -23,10 +23,9 @@ from __future__ import annotations
 import gc
 import socket
 import threading
-import time
 from typing import Any
 
-from remoting_bench import FRAME_LENGTH, fed_cpu, response_ok, send_frame
+from remoting_bench import fed_cpu, send_frame
 
 _HEADER_SIZE = 9
 _DATA, _HEADERS = 0, 1
@@ -169,28 +168,15 @@ def grpc_cost(factory: Any, reads: list[bytes], calls: int, response_class: Any,
 
 
 def remoting_cost(factory: Any, count: int) -> float:
-    """CPU µs per SEND_MESSAGE_V2 of 32-frame reads (``bench/send_pull.py --cpu``'s load)."""
-    from twisted.internet.testing import StringTransport
+    """CPU µs per SEND_MESSAGE_V2 of 32-frame reads (``bench/send_pull.py --cpu``'s load, each
+    answer checked), without warm-up: the rounds alternate with the gRPC ones."""
+    from send_pull_cpu import _send_cost
 
     batch = b"".join(send_frame(q) for q in range(4)) * 8
-    transport = StringTransport()
     proto = factory.buildProtocol(("127.0.0.1", 1))
-    proto.makeConnection(transport)
-    clock = time.process_time
-    cpu = 0.0
-    for _ in range(count // 32):
-        t0 = clock()
-        proto.dataReceived(batch)
-        cpu += clock() - t0
-        out = bytearray(transport.value())
-        transport.clear()
-        pos = 0
-        while pos + 4 <= len(out):
-            if not response_ok(out, pos + 4):
-                raise RuntimeError(f"send answered with an error: {bytes(out[pos:pos + 300])!r}")
-            pos += 4 + FRAME_LENGTH.unpack_from(out, pos)[0]
+    cost = _send_cost(proto, batch, count, warmup=0)
     proto.connectionLost(None)
-    return cpu / (count // 32 * 32) * 1e6
+    return cost
 
 
 def measure(cluster: Any, reads: list[bytes], repeat: int, profile: str | None) -> dict:

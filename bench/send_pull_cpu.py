@@ -23,26 +23,23 @@ from remoting_bench import (
 )
 
 
-def _send_cost(proto, batch: bytes, count: int, between=None) -> float:
+def _send_cost(proto, batch: bytes, count: int, between=None, warmup: int = 100) -> float:
     """CPU µs per frame of feeding ``batch`` (32 frames) into ``proto`` ``count // 32`` times
-    after 100 unmeasured feeds; raises unless every answer was a success. ``between()`` runs
-    unmeasured after each feed (the store's warmer, as in ``cpu_costs``)."""
+    after ``warmup`` unmeasured feeds; raises unless every answer was a success. ``between()``
+    runs unmeasured after each feed (the store's warmer, as in ``cpu_costs``)."""
     from twisted.internet.testing import StringTransport
 
     transport = StringTransport()
     proto.makeConnection(transport)
-    for _ in range(100):  # warm up: topic creation, first file pages, caches
+    for _ in range(warmup):  # topic creation, first file pages, caches
         proto.dataReceived(batch)
         _check_all_ok(transport.value())
         transport.clear()
         if between is not None:
             between()
-    clock = time.process_time
     cpu = 0.0
     for _ in range(count // 32):
-        t0 = clock()
-        proto.dataReceived(batch)
-        cpu += clock() - t0
+        cpu += fed_cpu(proto, batch)
         _check_all_ok(transport.value())
         transport.clear()
         if between is not None:
@@ -157,12 +154,9 @@ def cpu_costs(n: int = 20000, profile: str | None = None) -> int:
             transport.clear()
             if between is not None:
                 between()
-        clock = time.process_time
         cpu = 0.0
         for _ in range(count // 32):
-            t0 = clock()
-            proto.dataReceived(batch)
-            cpu += clock() - t0
+            cpu += fed_cpu(proto, batch)
             transport.clear()
             if between is not None:
                 between()
