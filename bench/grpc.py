@@ -483,14 +483,14 @@ def _start_cluster(reactor: Any, store_dir: str) -> Any:
     return cluster.start().addCallback(started)
 
 
-def cpu_mode(args: argparse.Namespace) -> int:
-    """``--cpu``: record one gRPC send connection, then the in-process rounds."""
-    import logging
+def _run_with_cluster(body: Any) -> int:
+    """Start a cluster (temporary store) on the reactor, run ``body(cluster)`` (an
+    ``inlineCallbacks`` generator function; its value, if any, is the exit status), then stop
+    the cluster and the reactor; exit status 2 with the traceback if anything raised."""
+    import traceback
 
-    from grpc_cpu import RecordingProxy, measure
-    from twisted.internet import defer, reactor, threads
+    from twisted.internet import defer, reactor
 
-    logging.basicConfig(level=logging.ERROR)
     store_dir = tempfile.mkdtemp(prefix="rmq-emu-bench-")
     outcome = {"rc": 0}
 
@@ -499,18 +499,8 @@ def cpu_mode(args: argparse.Namespace) -> int:
         cluster = None
         try:
             cluster = yield _start_cluster(reactor, store_dir)
-            host, port = cluster.grpc_endpoint.rsplit(":", 1)
-            proxy = RecordingProxy((host, int(port)))
-            spec = {"kind": "grpc-send", "addr": f"127.0.0.1:{proxy.port}",
-                    "window": args.grpc_window, "duration": args.duration, "warmup": 0.0}
-            result = yield threads.deferToThread(client_process, spec, args.duration + 60)
-            yield threads.deferToThread(proxy.join, 30)
-            if result["errors"]:
-                raise RuntimeError(f"the recorded load had {result['errors']} errors")
-            measure(cluster, proxy.reads, args.repeat, args.profile)
+            outcome["rc"] = (yield defer.inlineCallbacks(body)(cluster)) or 0
         except Exception:
-            import traceback
-
             traceback.print_exc()
             outcome["rc"] = 2
         finally:
@@ -524,11 +514,34 @@ def cpu_mode(args: argparse.Namespace) -> int:
     return outcome["rc"]
 
 
+def cpu_mode(args: argparse.Namespace) -> int:
+    """``--cpu``: record one gRPC send connection, then the in-process rounds."""
+    import logging
+
+    from grpc_cpu import RecordingProxy, measure
+    from twisted.internet import threads
+
+    logging.basicConfig(level=logging.ERROR)
+
+    def body(cluster: Any) -> Any:
+        host, port = cluster.grpc_endpoint.rsplit(":", 1)
+        proxy = RecordingProxy((host, int(port)))
+        spec = {"kind": "grpc-send", "addr": f"127.0.0.1:{proxy.port}",
+                "window": args.grpc_window, "duration": args.duration, "warmup": 0.0}
+        result = yield threads.deferToThread(client_process, spec, args.duration + 60)
+        yield threads.deferToThread(proxy.join, 30)
+        if result["errors"]:
+            raise RuntimeError(f"the recorded load had {result['errors']} errors")
+        measure(cluster, proxy.reads, args.repeat, args.profile)
+
+    return _run_with_cluster(body)
+
+
 def serve_and_measure(args: argparse.Namespace) -> int:
     """Run the cluster on the reactor and the phases from a thread; print the table."""
     import logging
 
-    from twisted.internet import defer, reactor, threads
+    from twisted.internet import defer, threads
 
     logging.basicConfig(level=logging.ERROR)  # auto-created groups and the like: noise here
     profilers: dict[str, Any] = {}
@@ -536,8 +549,6 @@ def serve_and_measure(args: argparse.Namespace) -> int:
         import cProfile
 
         profilers = {key: cProfile.Profile() for key in Phases.NAMES}
-    store_dir = tempfile.mkdtemp(prefix="rmq-emu-bench-")
-    outcome = {"rc": 0}
     phases = Phases()
     timeout = args.warmup + args.duration + 60
 
@@ -561,62 +572,46 @@ def serve_and_measure(args: argparse.Namespace) -> int:
         ns = argparse.Namespace(window=args.window, duration=args.duration, warmup=args.warmup)
         return run_client_process(spec["port"], spec["kind"], ns, spec.get("total_msgs", 0))
 
-    @defer.inlineCallbacks
-    def run() -> Any:
-        cluster = None
-        try:
-            cluster = yield _start_cluster(reactor, store_dir)
-            broker = cluster.broker
-            gc.freeze()  # as `rmq-emu up` / `broker` do once started (broker/cli.py)
-            port, addr = cluster.slot().port, cluster.grpc_endpoint
-            store = broker.store
-            popped = {"grpc-receive": 0, "remoting-pop": 0}
+    def body(cluster: Any) -> Any:
+        broker = cluster.broker
+        gc.freeze()  # as `rmq-emu up` / `broker` do once started (broker/cli.py)
+        port, addr = cluster.slot().port, cluster.grpc_endpoint
+        store = broker.store
+        popped = {"grpc-receive": 0, "remoting-pop": 0}
 
-            def stored() -> int:
-                return sum(store.get_max_offset_in_queue(TOPIC, q) for q in range(4))
+        def stored() -> int:
+            return sum(store.get_max_offset_in_queue(TOPIC, q) for q in range(4))
 
-            base = {"duration": args.duration, "warmup": args.warmup}
-            for round_no in range(args.repeat):
-                print(f"round {round_no + 1}/{args.repeat}", flush=True)
-                grpc_first = round_no % 2 == 1
-                sends = [("remoting-send", {"kind": "send", "port": port}, remoting),
-                         ("grpc-send", {**base, "kind": "grpc-send", "addr": addr,
-                                        "window": args.grpc_window}, None)]
-                for key, spec, runner in (sends[::-1] if grpc_first else sends):
-                    yield phase(key, spec, False, runner)
-                    store.flush()
-                pull = ("remoting-pull", {"kind": "pull", "port": port,
-                                          "total_msgs": store.get_max_offset_in_queue(TOPIC, 0)},
-                        remoting)
-                yield phase(*pull[:2], True, pull[2])
-                consumers = ["remoting-pop", "grpc-receive"]
-                for key in (consumers[::-1] if grpc_first else consumers):
-                    limit = stored() - popped[key] - BATCH * args.pop_threads
-                    spec = {**base, "kind": key, "addr": addr, "port": port,
-                            "threads": args.pop_threads, "limit": limit,
-                            "broker_name": cluster.slot().name}
-                    popped[key] += yield phase(key, spec, True)
-            phases.table()
-            if phases.errors:
-                outcome["rc"] = 1
-        except Exception:
-            import traceback
+        base = {"duration": args.duration, "warmup": args.warmup}
+        for round_no in range(args.repeat):
+            print(f"round {round_no + 1}/{args.repeat}", flush=True)
+            grpc_first = round_no % 2 == 1
+            sends = [("remoting-send", {"kind": "send", "port": port}, remoting),
+                     ("grpc-send", {**base, "kind": "grpc-send", "addr": addr,
+                                    "window": args.grpc_window}, None)]
+            for key, spec, runner in (sends[::-1] if grpc_first else sends):
+                yield phase(key, spec, False, runner)
+                store.flush()
+            pull = ("remoting-pull", {"kind": "pull", "port": port,
+                                      "total_msgs": store.get_max_offset_in_queue(TOPIC, 0)},
+                    remoting)
+            yield phase(*pull[:2], True, pull[2])
+            consumers = ["remoting-pop", "grpc-receive"]
+            for key in (consumers[::-1] if grpc_first else consumers):
+                limit = stored() - popped[key] - BATCH * args.pop_threads
+                spec = {**base, "kind": key, "addr": addr, "port": port,
+                        "threads": args.pop_threads, "limit": limit,
+                        "broker_name": cluster.slot().name}
+                popped[key] += yield phase(key, spec, True)
+        phases.table()
+        return 1 if phases.errors else 0
 
-            traceback.print_exc()
-            outcome["rc"] = 2
-        finally:
-            if cluster is not None:
-                yield cluster.stop()
-            reactor.stop()
-
-    reactor.callWhenRunning(run)
-    reactor.run()
+    rc = _run_with_cluster(body)
     for key, profiler in profilers.items():
         path = f"{args.profile}.{key}"
         profiler.dump_stats(path)
         print(f"profile of {key} written to {path} (python -m pstats {path})")
-    shutil.rmtree(store_dir, ignore_errors=True)
-    return outcome["rc"]
+    return rc
 
 
 if __name__ == "__main__":
