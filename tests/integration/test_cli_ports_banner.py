@@ -9,18 +9,17 @@ import os
 import re
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
 import pytest
+from test_cli import rpc
 
 from rocketmq_emu.broker import jsonutil
 from rocketmq_emu.broker.cli import READY
 from rocketmq_emu.broker.remoting.codes import RequestCode
-from rocketmq_emu.broker.remoting.command import RemotingCommand
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL_CONF = f"mappedFileSizeCommitLog={1 << 20}\n"
@@ -98,25 +97,6 @@ def one(pattern: re.Pattern, lines: list[str]) -> tuple[str, ...]:
     return found[0]
 
 
-def rpc(addr: str, code: int, ext: dict | None = None) -> RemotingCommand:
-    """One request/response over a fresh plain connection."""
-    host, port = addr.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall(RemotingCommand.request(code, ext or {}).encode())
-        (length,) = struct.unpack(">i", _recv(s, 4))
-        return RemotingCommand.decode_frame(_recv(s, length))
-
-
-def _recv(s: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed")
-        buf += chunk
-    return buf
-
-
 def accepts(addr: str) -> bool:
     host, port = addr.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=10):
@@ -125,7 +105,7 @@ def accepts(addr: str) -> bool:
 
 def routed_addrs(namesrv: str) -> list[str]:
     """The broker addresses the name server routes TBW102 to."""
-    resp = rpc(namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
+    resp = rpc(namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"}, timeout=10)
     assert resp.code == 0, resp
     route = jsonutil.loads(resp.body)
     return [a for bd in route["brokerDatas"] for a in bd["brokerAddrs"].values()]
@@ -188,7 +168,7 @@ def test_up_with_port_0_prints_free_ports_that_serve_and_route(tmp_path, servers
     ports = [int(a.rsplit(":", 1)[1]) for a in (namesrv, broker, vip, grpc)]
     assert 0 not in ports and len(set(ports)) == 4, lines
     assert all(accepts(a) for a in (namesrv, broker, vip, grpc))
-    assert rpc(vip, RequestCode.GET_BROKER_RUNTIME_INFO).code == 0
+    assert rpc(vip, RequestCode.GET_BROKER_RUNTIME_INFO, timeout=10).code == 0
     assert advertised == broker and routed_addrs(namesrv) == [advertised]
     client = subprocess.run([sys.executable, "-c", CLIENT, namesrv], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
