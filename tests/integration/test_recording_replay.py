@@ -256,14 +256,20 @@ async def fake_cluster(broker_protocol: type[Protocol]):
     """A name server that knows one broker ``broker-a`` served by ``broker_protocol``; the
     listening ports and the name server address."""
     broker = reactor.listenTCP(0, Factory.forProtocol(broker_protocol), interface="127.0.0.1")
+    ns = fake_namesrv(broker.getHost().port)
+    return [broker, ns], f"127.0.0.1:{ns.getHost().port}"
+
+
+def fake_namesrv(broker_port: int):
+    """A listening name server whose cluster info names one broker ``broker-a`` on
+    ``127.0.0.1:broker_port``."""
     info = jsonutil.dumps({"brokerAddrTable": {"broker-a": {
         "cluster": "DefaultCluster", "brokerName": "broker-a",
-        "brokerAddrs": {0: f"127.0.0.1:{broker.getHost().port}"}}}, "clusterAddrTable": {}})
+        "brokerAddrs": {0: f"127.0.0.1:{broker_port}"}}}, "clusterAddrTable": {}})
     dispatcher = RequestDispatcher(reactor)
     dispatcher.register(RequestCode.GET_BROKER_CLUSTER_INFO,
                         lambda cmd, conn: cmd.response(0, body=info))
-    ns = reactor.listenTCP(0, RemotingServerFactory(dispatcher, reactor), interface="127.0.0.1")
-    return [broker, ns], f"127.0.0.1:{ns.getHost().port}"
+    return reactor.listenTCP(0, RemotingServerFactory(dispatcher, reactor), interface="127.0.0.1")
 
 
 @pytest.mark.parametrize("protocol, reason", [

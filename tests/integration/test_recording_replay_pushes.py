@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 
 import pytest_twisted
+from test_recording_replay import fake_namesrv
 from twisted.internet import defer, reactor
 
 from rocketmq_emu.broker import jsonutil
@@ -78,14 +79,7 @@ async def pushing_cluster(broker: PushingBroker):
                                lambda cmd, conn: defer.ensureDeferred(broker.heartbeat(cmd, conn)))
     broker_port = reactor.listenTCP(0, RemotingServerFactory(broker_dispatcher, reactor),
                                     interface="127.0.0.1")
-    info = jsonutil.dumps({"brokerAddrTable": {"broker-a": {
-        "cluster": "DefaultCluster", "brokerName": "broker-a",
-        "brokerAddrs": {0: f"127.0.0.1:{broker_port.getHost().port}"}}}, "clusterAddrTable": {}})
-    ns_dispatcher = RequestDispatcher(reactor)
-    ns_dispatcher.register(RequestCode.GET_BROKER_CLUSTER_INFO,
-                           lambda cmd, conn: cmd.response(0, body=info))
-    ns = reactor.listenTCP(0, RemotingServerFactory(ns_dispatcher, reactor),
-                           interface="127.0.0.1")
+    ns = fake_namesrv(broker_port.getHost().port)
     return [broker_port, ns], f"127.0.0.1:{ns.getHost().port}"
 
 
