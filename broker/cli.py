@@ -179,8 +179,11 @@ def _serve(starter, roles: list[PortRole] | None = None, store_root: str | None 
     ``roles`` name the ports the start listens on and ``store_root`` the store, so that an
     expected failure is one line on stderr (exit status 1); ``debug`` adds the traceback.
     """
-    from twisted.internet import defer, reactor
+    from twisted.internet import defer
 
+    from rocketmq_emu.broker.default_reactor import default_reactor
+
+    reactor = default_reactor()
     services: list[Any] = []
     outcome = {"rc": 0}
 

@@ -176,6 +176,33 @@ def test_up_with_port_0_prints_free_ports_that_serve_and_route(tmp_path, servers
     assert up.stop()[-1] == "rmq-emu: stopped"
 
 
+def test_up_serves_tls_clients_on_every_port_though_started_without_pyopenssl(tmp_path, servers):
+    """The server commands import the reactor without pyOpenSSL (broker/default_reactor.py);
+    the default permissive ports still take TLS clients on the name server, broker and VIP
+    ports (requests answered) and on the gRPC port (its certificate fetched by ``tls-cert``),
+    beside plain ones."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text(SMALL_CONF)
+    up = servers("up", "--namesrv-port", "0", "--broker-port", "0", "--grpc-port", "0",
+                 "-c", str(conf), "--store", str(tmp_path / "store"))
+    lines = up.banner()
+    (namesrv,) = one(NAMESRV_LINE, lines)
+    broker, vip, _ = one(BROKER_LINE, lines)
+    (grpc,) = one(GRPC_LINE, lines)
+    for tls in (True, False):
+        assert rpc(namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"}, timeout=10,
+                   tls=tls).code == 0
+        for addr in (broker, vip):
+            assert rpc(addr, RequestCode.GET_BROKER_RUNTIME_INFO, timeout=10, tls=tls).code == 0
+    pem = tmp_path / "grpc.pem"
+    fetched = subprocess.run(
+        [sys.executable, "-m", "rocketmq_emu.broker.cli", "tls-cert", "-s", grpc, "-o", str(pem)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert fetched.returncode == 0, fetched.stderr
+    assert pem.read_text().startswith("-----BEGIN CERTIFICATE-----")
+    assert up.stop()[-1] == "rmq-emu: stopped"
+
+
 def test_namesrv_and_broker_with_port_0_print_the_ports_bound(tmp_path, servers):
     """``namesrv --port 0`` and ``broker --port 0 --grpc-port 0 -n <printed>``: each banner's
     ports accept connections and the broker is routed at the address it printed."""
