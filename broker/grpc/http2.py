@@ -118,7 +118,8 @@ class H2ServerConnection(Guard, Sender):
     def __init__(self, listener: Listener, *, max_concurrent_streams: int = 100,
                  stream_window: int = DEFAULT_WINDOW, connection_window: int = DEFAULT_WINDOW,
                  max_header_list_size: int = 1 << 16,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 blocks_per_read: int | None = None) -> None:
         self.listener = listener
         self.max_concurrent_streams = max_concurrent_streams
         self.stream_window = stream_window
@@ -147,6 +148,14 @@ class H2ServerConnection(Guard, Sender):
         #: Closed streams by id: how each closed (http2_send's CLOSED, RESET_BY_PEER, RESET_BY_US).
         self._closed: dict[int, int] = {}
         self._budgets = Budgets(clock)
+        #: Header blocks one :meth:`receive` handles before it leaves the rest of the read
+        #: buffered (``input_pending``) for the owner to hand back on its next turn: each block
+        #: may open a call, so a read packed with them (Rapid Reset, HPACK bombs) is served in
+        #: slices, with the owner's other connections served in between.
+        self._blocks_per_read = blocks_per_read or 1 << 62
+        self._blocks_left = self._blocks_per_read
+        #: True when the last :meth:`receive` stopped at ``blocks_per_read`` with frames left.
+        self.input_pending = False
         self._decoder = HeaderDecoder(max_header_list_size)
         self._blocked: dict[int, Stream] = {}
         self._credit: list[Stream] = []
@@ -177,6 +186,8 @@ class H2ServerConnection(Guard, Sender):
         """Take the bytes of one read: frames are handled and the listener told, as they come."""
         if self.error is not None:
             return
+        self.input_pending = False
+        self._blocks_left = self._blocks_per_read
         if self._buffer:
             data = self._buffer + data
             self._buffer = b""
@@ -227,6 +238,9 @@ class H2ServerConnection(Guard, Sender):
                 handlers[kind](flags, stream_id & STREAM_ID_MASK, data[start:stop])
             if self.error is not None:
                 return
+            if not self._blocks_left:
+                self.input_pending = end - at >= FRAME_HEADER_SIZE
+                break
         if at < end:
             self._buffer = data[at:]
 
@@ -302,6 +316,7 @@ class H2ServerConnection(Guard, Sender):
             self._header_block(stream_id, pending[1], b"".join(parts))
 
     def _header_block(self, stream_id: int, flags: int, block: bytes) -> None:
+        self._blocks_left -= 1 + (len(block) >> 7)  # a large block costs more to decode
         headers = self._decode(block)  # always: the decoder's table must follow every block (4.3)
         end = bool(flags & END_STREAM)
         stream = self.streams.get(stream_id)
@@ -405,6 +420,7 @@ class H2ServerConnection(Guard, Sender):
         if self._budgets.paused:
             self._ack_queued()
         if grown:
+            self._budgets.progress += 1
             self._flush_blocked()
 
     def _on_push_promise(self, flags: int, stream_id: int, payload: bytes) -> None:
@@ -432,6 +448,7 @@ class H2ServerConnection(Guard, Sender):
         if len(payload) != WORD_STRUCT.size:
             raise _Fatal(ErrorCode.FRAME_SIZE_ERROR, "WINDOW_UPDATE is not 4 bytes (6.9)")
         increment = WORD_STRUCT.unpack(payload)[0] & MAX_WINDOW
+        self._budgets.progress += 1
         if not stream_id:
             if not increment:
                 raise _Fatal(ErrorCode.PROTOCOL_ERROR, "WINDOW_UPDATE of 0 (6.9)")

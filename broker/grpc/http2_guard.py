@@ -38,7 +38,7 @@ class Budgets:
     """A connection's attack budgets, in one object: the connection keeps its attributes few
     (CPython shares instance dict keys, the fast attribute path, up to 30 of them)."""
 
-    __slots__ = ("clock", "reset_tokens", "reset_at", "paused", "queued_acks")
+    __slots__ = ("clock", "reset_tokens", "reset_at", "paused", "queued_acks", "progress")
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock
@@ -47,6 +47,9 @@ class Budgets:
         #: Between pause_writing and resume_writing: the ACKs queued are counted.
         self.paused = False
         self.queued_acks = 0
+        #: Counts the peer's signs that it takes what we send: WINDOW_UPDATEs, a larger
+        #: SETTINGS_INITIAL_WINDOW_SIZE, a drained transport (the send timeout's progress).
+        self.progress = 0
 
 
 class Guard:
@@ -55,6 +58,7 @@ class Guard:
     last_stream_id: int
     _out: list[bytes | memoryview]
     _closed: dict[int, int]
+    _blocked: dict
     _budgets: Budgets
 
     def pause_writing(self) -> None:
@@ -67,6 +71,29 @@ class Guard:
         budgets = self._budgets
         budgets.paused = False
         budgets.queued_acks = 0
+        budgets.progress += 1
+
+    def stalled(self) -> bool:
+        """Whether what we send waits on the peer: DATA held by its flow-control windows, or
+        the owner's transport not draining (the send timeout's condition)."""
+        return bool(self._blocked) or self._budgets.paused
+
+    @property
+    def writing_paused(self) -> bool:
+        """Between :meth:`pause_writing` and :meth:`resume_writing`."""
+        return self._budgets.paused
+
+    def stall_reason(self) -> str:
+        """What the output waits on, for the log line of a send timeout."""
+        if self._blocked:
+            return (f"DATA of {len(self._blocked)} stream(s) held by the client's zero "
+                    "flow-control window")
+        return "the client not reading the socket"
+
+    @property
+    def progress(self) -> int:
+        """A count that moves whenever the peer takes more of what we send (see Budgets)."""
+        return self._budgets.progress
 
     def _not_open(self, stream_id: int, kind: str) -> int:
         """A frame (not PRIORITY or RST_STREAM) on a stream that is not open (5.1): a

@@ -253,13 +253,16 @@ def test_acks_unread_past_the_limit_are_goaway_enhance_your_calm(flood: bytes) -
 
 
 def test_the_server_logs_one_line_naming_the_peer_and_the_attack(caplog: Any) -> None:
-    factory = GrpcServerFactory({}, task.Clock(), methods=[])
+    clock = task.Clock()
+    factory = GrpcServerFactory({}, clock, methods=[])
     proto = factory.buildProtocol(IPv4Address("TCP", "127.0.0.1", 8081))
     transport = StringTransport(peerAddress=IPv4Address("TCP", "10.0.0.7", 40001))
     proto.makeConnection(transport)
     attack = b"".join(headers(s) + rst_stream(s, ErrorCode.CANCEL) for s in range(1, 2 * 1100, 2))
     with caplog.at_level(logging.WARNING):
         proto.dataReceived(CONNECTION_PREFACE + settings({}) + attack)
+        while clock.getDelayedCalls():  # the read is handled BLOCKS_PER_READ blocks a turn
+            clock.advance(0)
     lines = [r.getMessage() for r in caplog.records if "10.0.0.7:40001" in r.getMessage()]
     assert len(lines) == 1 and "rapid reset" in lines[0] and "ENHANCE_YOUR_CALM" in lines[0]
     assert transport.disconnecting
@@ -280,3 +283,25 @@ def test_a_ping_flood_into_a_full_transport_is_logged_and_closed(caplog: Any) ->
     lines = [r.getMessage() for r in caplog.records if "10.0.0.8:40002" in r.getMessage()]
     assert len(lines) == 1 and "PING/SETTINGS flood" in lines[0]
     assert transport.disconnecting
+
+
+def test_a_read_packed_with_streams_is_handled_a_slice_per_turn() -> None:
+    """BLOCKS_PER_READ header blocks per reactor turn; the client is not read meanwhile, and
+    is read again once the read is done."""
+    clock = task.Clock()
+    factory = GrpcServerFactory({}, clock, methods=[])
+    proto = factory.buildProtocol(IPv4Address("TCP", "127.0.0.1", 8081))
+    transport = StringTransport(peerAddress=IPv4Address("TCP", "10.0.0.9", 40003))
+    proto.makeConnection(transport)
+    opened = [s for s in range(1, 2 * 100, 2)]
+    proto.dataReceived(CONNECTION_PREFACE + settings({}) + b"".join(headers(s) for s in opened))
+    turns = [proto.h2.last_stream_id]
+    assert transport.producerState == "paused"
+    while clock.calls:  # one turn at a time (advance(0) would run the turns it schedules too)
+        turn = clock.calls.pop(0)
+        turn.func(*turn.args, **turn.kw)
+        turns.append(proto.h2.last_stream_id)
+    blocks = factory.blocks_per_read
+    assert turns == [opened[min(i * blocks + blocks, 100) - 1] for i in range(len(turns))]
+    assert len(turns) == -(-100 // blocks)
+    assert transport.producerState == "producing"

@@ -1,6 +1,7 @@
 """Send with the PyPI rocketmq-python-client 5.x Producer (gRPC).
 
-Config (one JSON argument): ``endpoint``, ``topic``, ``count`` (default 1), ``mode`` one of
+Config (one JSON argument): ``endpoint``, ``topic``, ``count`` (default 1; -1: until stdin
+closes, ``pause`` seconds between sends), ``mode`` one of
 ``normal`` | ``fifo`` (``groups``: message groups, message i goes to ``groups[i % n]``) |
 ``delay`` (``deliver_at_ms``: the delivery timestamp; this SDK sends whole seconds) |
 ``transaction`` (each message in its own transaction, committed unless its index is in
@@ -9,12 +10,14 @@ Config (one JSON argument): ``endpoint``, ``topic``, ``count`` (default 1), ``mo
 ``recall`` (indexes recalled right after their send with ``Producer.recall_message``),
 ``timeout``; ``access_key`` / ``secret_key`` / ``tls`` as in sdk5_py_common.config.
 
-Prints ``started``, ``sent`` / ``send_error`` per message (with its ``recall_handle``),
+Prints ``started``, ``sent`` / ``send_error`` per message (with its ``recall_handle``, the
+send's latency ``ms`` and the wall-clock time ``at`` it returned),
 ``recalled`` / ``recall_error`` per recall, ``checked`` per check-back, ``done``.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -51,7 +54,11 @@ def main() -> None:
     emit(event="started")
     groups = cfg.get("groups") or ["g0"]
     unknown = set(cfg.get("unknown", ()))
-    for i in range(cfg.get("count", 1)):
+    count = cfg.get("count", 1)
+    stop_sending = stdin_closed_event() if count < 0 else None
+    for i in itertools.count() if count < 0 else range(count):
+        if stop_sending is not None and stop_sending.wait(cfg.get("pause", 0)):
+            break
         body = f"{cfg.get('body_prefix', 'body')}-{i}"
         msg = Message()
         msg.topic = cfg["topic"]
@@ -73,11 +80,14 @@ def main() -> None:
                 if i not in unknown:
                     tx.commit()
             else:
+                began = time.monotonic()
                 receipt = producer.send(msg)
+                elapsed_ms = (time.monotonic() - began) * 1000
         except Exception as e:  # noqa: BLE001 - the SDK's exception is the observation
-            emit(event="send_error", index=i, body=body, **error_event(e))
+            emit(event="send_error", index=i, body=body, at=time.time(), **error_event(e))
             continue
         emit(event="sent", index=i, body=body, group=group, message_id=receipt.message_id,
+             ms=None if mode == "transaction" else round(elapsed_ms, 3), at=time.time(),
              transaction_id=receipt.transaction_id, offset=receipt.offset,
              decided=mode != "transaction" or i not in unknown,
              recall_handle=receipt.recall_handle)
@@ -88,7 +98,7 @@ def main() -> None:
                 emit(event="recall_error", index=i, **error_event(e))
             else:
                 emit(event="recalled", index=i, message_id=recalled)
-    stop = stdin_closed_event()
+    stop = stop_sending or stdin_closed_event()
     deadline = time.monotonic() + timeout
     while (len(checks) < cfg.get("wait_checks", 0) and not stop.is_set()
            and time.monotonic() < deadline):
