@@ -29,14 +29,20 @@ def acl_settings(brokers: Mapping[str, Any]) -> tuple[bool, str | None, str]:
 
 
 def install_if_enabled(factory: Any, brokers: Mapping[str, Any]) -> GrpcAclGuard | None:
-    """:func:`install` when a broker has ``aclEnable=true`` (AclConfigError if its
-    plain_acl.yml is malformed); None, and nothing added, otherwise."""
-    enabled, home, plain_file = acl_settings(brokers)
-    if not enabled:
-        return None
-    from rocketmq_emu.broker.grpc.auth_guard import AclSource, install
+    """:func:`install` when a broker has ``aclEnable=true``; None, and nothing added, otherwise.
 
-    source = AclSource(home, plain_file)
-    log.info("gRPC ACL enabled (%d accounts from %s)", len(source.current().accounts),
-             home or "no ROCKETMQ_HOME")
-    return install(factory, source.current)
+    The accounts are that broker's own ``AclService`` (``controller.acl``): one watcher of
+    plain_acl.yml (``AclFileWatchService``'s, every 5 s), one reload rule (the ACL admin codes
+    reload it at once), so remoting and gRPC requests see an edit at the same moment, as the
+    5.x proxy in local mode reads the broker's ``PlainPermissionManager``."""
+    for controller in brokers.values():
+        if getattr(getattr(controller, "config", None), "acl_enable", False):
+            acl = controller.acl
+            break
+    else:
+        return None
+    from rocketmq_emu.broker.grpc.auth_guard import install
+
+    log.info("gRPC ACL enabled (%d accounts from %s)", len(acl.config.accounts),
+             acl.home or "no ROCKETMQ_HOME")
+    return install(factory, lambda: acl.config)

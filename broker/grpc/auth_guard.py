@@ -5,74 +5,21 @@
 the :class:`~rocketmq_emu.broker.grpc.server.GrpcServerFactory` (unary and server-streaming
 calls: their one request) and wraps the Telemetry handler so each TelemetryCommand is checked,
 as Java checks every message in ``onMessage``. With ACL off nothing is installed and no call
-pays for it. The accounts come from ``plain_acl.yml`` (:class:`AclSource`, reloaded when the
-files change, as ``PlainPermissionManager``'s watcher does).
+pays for it. The accounts are the broker's (``AclService``: plain_acl.yml, reloaded by its file
+watch and by the ACL admin codes), passed in as a callable.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import time
 from collections.abc import Callable
 from typing import Any
 
-from rocketmq_emu.broker.acl.config import (
-    DEFAULT_PLAIN_FILE,
-    AclConfig,
-    AclConfigError,
-    acl_file_paths,
-    load_acl,
-)
+from rocketmq_emu.broker.acl.config import AclConfig
 from rocketmq_emu.broker.grpc.auth import DATE_TIME, SESSION_TOKEN, Refusal, authenticate
 from rocketmq_emu.broker.grpc.wire import GrpcError, StatusCode
 
 log = logging.getLogger(__name__)
-
-#: How often (seconds) the files are looked at for changes.
-RELOAD_CHECK_INTERVAL = 1.0
-
-
-class AclSource:
-    """The accounts of ``$home/conf/plain_acl.yml`` (and ``conf/acl/*.yml``), reloaded when a
-    file's mtime or size changes; a reload that fails keeps the last good accounts."""
-
-    def __init__(self, home: str | None, plain_file: str = DEFAULT_PLAIN_FILE,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
-        self.home = home
-        self.plain_file = plain_file
-        self._monotonic = monotonic
-        self._stamp = self._stat()
-        self._config = load_acl(home, plain_file)  # AclConfigError: a start error naming file and key
-        self._checked = monotonic()
-
-    def _stat(self) -> tuple[tuple[str, int, int], ...]:
-        if not self.home:
-            return ()
-        out = []
-        for path in acl_file_paths(self.home, self.plain_file):
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue
-            out.append((path, st.st_mtime_ns, st.st_size))
-        return tuple(out)
-
-    def current(self) -> AclConfig:
-        """The accounts now (the files are looked at no more than once a second)."""
-        now = self._monotonic()
-        if now - self._checked >= RELOAD_CHECK_INTERVAL:
-            self._checked = now
-            stamp = self._stat()
-            if stamp != self._stamp:
-                self._stamp = stamp
-                try:
-                    self._config = load_acl(self.home, self.plain_file)
-                    log.info("gRPC ACL: reloaded %s", ", ".join(p for p, _, _ in stamp) or "(none)")
-                except AclConfigError as exc:
-                    log.error("gRPC ACL: keeping the previous accounts: %s", exc)
-        return self._config
-
 
 def _error(refusal: Refusal, call: Any) -> GrpcError:
     if refusal.internal:

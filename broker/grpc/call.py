@@ -22,11 +22,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rocketmq_emu.broker.grpc.wire import RequestHeaders, StatusCode
 
 if TYPE_CHECKING:
-    from rocketmq_emu.broker.grpc.deadlines import Deadlines
     from rocketmq_emu.broker.grpc.messages import Method
-    from rocketmq_emu.broker.grpc.server import GrpcProtocol
 
-__all__ = ["DROP", "CallEvent", "RawPayload", "ServerCall", "StreamObserver"]
+__all__ = ["DROP", "CallConnection", "CallEvent", "DeadlineWatch", "RawPayload", "ServerCall",
+           "StreamObserver"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +51,30 @@ class StreamObserver(Protocol):
 
     def on_cancel(self) -> None:
         """The call was cancelled (see the module docstring); nothing more can be sent."""
+
+
+class CallConnection(Protocol):
+    """What a call needs of its connection (:class:`~rocketmq_emu.broker.grpc.server.GrpcProtocol`,
+    a layer above: typed here so that this module imports nothing of it)."""
+
+    peer: tuple[str, int]
+    connection_id: str
+    clock: Any
+    transport: Any
+
+    def send_message(self, call: ServerCall, payload: bytes | bytearray | memoryview) -> None:
+        """Frame ``payload`` as one gRPC message on the call's stream."""
+
+    def finish_call(self, call: ServerCall, code: StatusCode, message: str) -> None:
+        """End the call's stream with its status."""
+
+
+class DeadlineWatch(Protocol):
+    """What a call needs of the deadlines watching it (:class:`~rocketmq_emu.broker.grpc.
+    deadlines.Deadlines`, which imports this module)."""
+
+    def discard(self, call: ServerCall) -> None:
+        """Stop watching ``call``."""
 
 
 class RawPayload(bytes):
@@ -100,7 +123,7 @@ class ServerCall:
         "_headers_sent",
     )
 
-    def __init__(self, connection: GrpcProtocol, stream_id: int, method: Method,
+    def __init__(self, connection: CallConnection, stream_id: int, method: Method,
                  metadata: RequestHeaders, deadline: float | None = None) -> None:
         self.method = method
         self.metadata = metadata
@@ -118,7 +141,7 @@ class ServerCall:
         self.trailing_metadata: list[tuple[str, str | bytes]] = []
         self._cancel_callbacks: list[Callable[[ServerCall], Any]] = []
         #: The connection's deadlines while they watch this call (None: no deadline, or ended).
-        self._deadlines: Deadlines | None = None
+        self._deadlines: DeadlineWatch | None = None
         self._decoder: Any = None
         # Requests waiting for the handler (unary: until END_STREAM; streams: until started).
         self._requests: list[Any] = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from twisted.internet import defer
 from twisted.python.failure import Failure
@@ -17,8 +17,6 @@ from rocketmq_emu.broker.grpc.wire import GrpcError, StatusCode
 
 if TYPE_CHECKING:
     from twisted.internet.interfaces import IReactorTime
-
-    from rocketmq_emu.broker.grpc.server import GrpcServerFactory
 
 __all__ = ["CLIENT_STREAMING", "CallRunner", "Interceptor"]
 
@@ -30,10 +28,19 @@ CLIENT_STREAMING = frozenset({"stream_stream", "stream_unary"})
 Interceptor = Callable[[ServerCall, Any], Any]
 
 
+class CallRegistry(Protocol):
+    """What the runner needs of the server factory (GrpcServerFactory, a layer above: typed
+    here so that this module imports nothing of it)."""
+
+    handlers: dict[str, Any]
+    _observers: tuple[Callable[[CallEvent], Any], ...]
+    _interceptors: tuple[Interceptor, ...]
+
+
 class CallRunner:
     """Observers, interceptors and the handler of each call (mixin of GrpcProtocol)."""
 
-    factory: GrpcServerFactory
+    factory: CallRegistry
     clock: IReactorTime
     connection_id: str
 

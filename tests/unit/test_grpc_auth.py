@@ -14,6 +14,7 @@ from acl_support import config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rocketmq_emu.broker.acl.service import AclService
 from rocketmq_emu.broker.acl.validator import AclException
 from rocketmq_emu.broker.grpc import messages
 from rocketmq_emu.broker.grpc.acl_switch import acl_settings, install_if_enabled
@@ -25,7 +26,7 @@ from rocketmq_emu.broker.grpc.auth import (
     parse_authorization,
     wrap_namespace,
 )
-from rocketmq_emu.broker.grpc.auth_guard import AclSource, GrpcAclGuard, install
+from rocketmq_emu.broker.grpc.auth_guard import GrpcAclGuard, install
 from rocketmq_emu.broker.grpc.wire import StatusCode
 
 DATE = "20240102T030405Z"
@@ -277,7 +278,9 @@ def test_install_only_when_a_broker_enables_acl(tmp_path):
     (tmp_path / "conf" / "plain_acl.yml").write_text(
         "accounts:\n  - accessKey: RocketMQ\n    secretKey: '12345678'\n")
     off = {"a": SimpleNamespace(config=SimpleNamespace(acl_enable=False))}
-    on = {"a": SimpleNamespace(config=SimpleNamespace(acl_enable=True, rocketmq_home=str(tmp_path)))}
+    service = AclService(str(tmp_path))
+    on = {"a": SimpleNamespace(config=SimpleNamespace(acl_enable=True, rocketmq_home=str(tmp_path)),
+                               acl=service)}
     assert acl_settings(off) == (False, None, "conf/plain_acl.yml")
     assert acl_settings(on) == (True, str(tmp_path), "conf/plain_acl.yml")
     added, registered = [], {}
@@ -287,22 +290,11 @@ def test_install_only_when_a_broker_enables_acl(tmp_path):
     guard = install_if_enabled(factory, on)
     assert added == [guard.interceptor] and "Telemetry" in registered
     assert "RocketMQ" in guard.accounts().accounts
-
-
-def test_source_reloads_on_change_and_keeps_the_last_good(tmp_path):
-    (tmp_path / "conf").mkdir()
-    path = tmp_path / "conf" / "plain_acl.yml"
-    path.write_text("accounts:\n  - accessKey: RocketMQ\n    secretKey: '12345678'\n")
-    now = [0.0]
-    source = AclSource(str(tmp_path), monotonic=lambda: now[0])
-    assert list(source.current().accounts) == ["RocketMQ"]
-    path.write_text("accounts:\n  - accessKey: Another1\n    secretKey: '12345678'\n")
-    assert list(source.current().accounts) == ["RocketMQ"]  # not looked at yet
-    now[0] = 2.0
-    assert list(source.current().accounts) == ["Another1"]
-    path.write_text("accounts: 7\n")
-    now[0] = 4.0
-    assert list(source.current().accounts) == ["Another1"]
+    # One watcher: the guard reads the broker's AclService, so its reload is the guard's too.
+    (tmp_path / "conf" / "plain_acl.yml").write_text(
+        "accounts:\n  - accessKey: Another1\n    secretKey: '12345678'\n")
+    assert service.reload()
+    assert list(guard.accounts().accounts) == ["Another1"]
 
 
 def test_install_wraps_telemetry():
