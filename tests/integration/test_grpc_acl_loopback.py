@@ -12,15 +12,18 @@ from hashlib import sha1
 import grpc
 import pytest
 import pytest_twisted
+from test_cli import rpc
 from twisted.internet import reactor, threads
 
 from rocketmq_emu.broker.acl.config import merge, parse_acl_text
+from rocketmq_emu.broker.acl.signer import sign_request
 from rocketmq_emu.broker.cluster import Cluster, ClusterSpec
 from rocketmq_emu.broker.config import BrokerConfig
 from rocketmq_emu.broker.configs.topics import TopicConfig
 from rocketmq_emu.broker.grpc import messages
 from rocketmq_emu.broker.grpc.auth_guard import install
 from rocketmq_emu.broker.grpc.status import Code
+from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.client.testing import TEST_BROKER_SETTINGS, free_broker_port
 
 SERVICE = "/apache.rocketmq.v2.MessagingService/"
@@ -170,6 +173,43 @@ def test_signed_grpc_send_and_receive_work_on_a_broker_with_acl_on(tmp_path):
             lambda: list(receive(rreq, metadata=metadata(), timeout=15)))
         assert [r.message.body for r in got if r.WhichOneof("content") == "message"] == \
             [b"signed"]
+    finally:
+        channel.close()
+        yield cluster.stop()
+
+
+@pytest_twisted.inlineCallbacks
+def test_an_account_made_over_remoting_signs_grpc_calls_at_once(tmp_path):
+    """One ACL watcher for both protocols: UPDATE_AND_CREATE_ACL_CONFIG (code 50) on the
+    broker's remoting port reloads the broker's accounts, and the gRPC endpoint, which reads the
+    same AclService, accepts the new account's signature on the next call, with no file watch
+    run in between."""
+    home = tmp_path / "home"
+    (home / "conf").mkdir(parents=True)
+    (home / "conf" / "plain_acl.yml").write_text(
+        "accounts:\n  - accessKey: adminKey1\n    secretKey: adminSecret1\n    admin: true\n")
+    cfg = BrokerConfig(broker_name="broker-a", listen_port=free_broker_port("127.0.0.1"),
+                       store_path_root_dir=str(tmp_path / "a"), acl_enable=True,
+                       rocketmq_home=str(home), **TEST_BROKER_SETTINGS)
+    cluster = Cluster(ClusterSpec(brokers=[cfg], namesrv_port=0, grpc_port=0), reactor)
+    yield cluster.start()
+    channel = grpc.insecure_channel(cluster.grpc_endpoint)
+    try:
+        cluster.broker.ctx.topic_config.update_topic_config(TopicConfig("T", 4, 4))
+        newcomer = metadata("newcomer1", "newSecret1")
+        before = yield threads.deferToThread(outcome, channel, "SendMessage", send_request("T"),
+                                             "SendMessageResponse", newcomer)
+        assert before == grpc.StatusCode.PERMISSION_DENIED
+        ext = {"accessKey": "newcomer1", "secretKey": "newSecret1", "defaultTopicPerm": "DENY",
+               "topicPerms": "T=PUB", "admin": "false"}
+        ext = sign_request(ext, None, "adminKey1", "adminSecret1")
+        resp = yield threads.deferToThread(
+            rpc, f"127.0.0.1:{cfg.listen_port}", RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, ext,
+            timeout=10)
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+        after = yield threads.deferToThread(outcome, channel, "SendMessage", send_request("T"),
+                                            "SendMessageResponse", newcomer)
+        assert after == Code.OK
     finally:
         channel.close()
         yield cluster.stop()
