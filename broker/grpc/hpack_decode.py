@@ -32,6 +32,7 @@ Decoded fields are plain ``(name, value)`` bytes pairs; whether a field was "nev
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from functools import cache
 
@@ -79,6 +80,8 @@ class HeaderListTooLarge(HeaderBlockError):
 _DROP = deque(maxlen=0).append
 #: The limit once it was passed: nothing more is counted against it.
 _NO_LIMIT = float("inf")
+#: A run of one-byte Indexed Header Fields (1xxxxxxx, index 1-126).
+_INDEXED_RUN = re.compile(rb"[\x81-\xfe]*")
 
 
 #: The Huffman decoder's states are the code tree's 256 inner nodes (hpack's numbering, 0 is the
@@ -277,6 +280,15 @@ class HeaderDecoder:
             memo[bytes(block)] = tuple(headers)
         return headers
 
+    def _skip_indexed(self, block: bytes, pos: int) -> int:
+        """Past the limit (an HPACK bomb): step over a run of one-byte Indexed Header Fields at
+        ``pos`` at C speed. They change no table and are not kept; each index must still be in
+        the tables (else the field-by-field loop raises, from the run's first bad byte)."""
+        run = _INDEXED_RUN.match(block, pos).end()
+        if run > pos and max(block[pos:run]) - 0x80 <= _STATIC_COUNT + len(self._entries):
+            return run
+        return pos
+
     def _decode(self, block: bytes) -> list[tuple[bytes, bytes]]:
         headers: list[tuple[bytes, bytes]] = []
         append = headers.append
@@ -308,6 +320,8 @@ class HeaderDecoder:
                 if listed > limit:  # 6.5.2: keep decoding for the table, keep no more fields
                     limit, append, over = _NO_LIMIT, _DROP, True
                 append(field)
+                if over:
+                    pos = self._skip_indexed(block, pos)
                 continue
             elif first & 0x40:  # 6.2.1 Literal with Incremental Indexing: 01, 6-bit name index
                 index = first & 0x3F

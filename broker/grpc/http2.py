@@ -106,6 +106,13 @@ class Listener(Protocol):
         """The client sent GOAWAY (it opens no more streams)."""
 
 
+#: The per-turn work units (``blocks_per_read``): a header block costs _BLOCK_COST plus one
+#: per 8 bytes of it (a 100-byte block 76, a 4 KB one 576), a PING or SETTINGS frame that
+#: queues an ACK _ACK_COST.
+_BLOCK_COST = 64
+_ACK_COST = 2
+
+
 class H2ServerConnection(Guard, Sender):
     """The server side of one HTTP/2 connection (see the module docstring).
 
@@ -148,11 +155,13 @@ class H2ServerConnection(Guard, Sender):
         #: Closed streams by id: how each closed (http2_send's CLOSED, RESET_BY_PEER, RESET_BY_US).
         self._closed: dict[int, int] = {}
         self._budgets = Budgets(clock)
-        #: Header blocks one :meth:`receive` handles before it leaves the rest of the read
-        #: buffered (``input_pending``) for the owner to hand back on its next turn: each block
-        #: may open a call, so a read packed with them (Rapid Reset, HPACK bombs) is served in
-        #: slices, with the owner's other connections served in between.
-        self._blocks_per_read = blocks_per_read or 1 << 62
+        #: The work one :meth:`receive` does before it leaves the rest of the read buffered
+        #: (``input_pending``) for the owner to hand back on its next turn, in units of
+        #: :data:`_BLOCK_COST`: ``blocks_per_read`` header blocks (each may open a call; a large
+        #: one costs more to decode), or 32 PING/SETTINGS frames (each queues an ACK) per block.
+        #: A read packed with them (Rapid Reset, HPACK bombs, floods) is served in slices, with
+        #: the owner's other connections served in between.
+        self._blocks_per_read = blocks_per_read * _BLOCK_COST if blocks_per_read else 1 << 62
         self._blocks_left = self._blocks_per_read
         #: True when the last :meth:`receive` stopped at ``blocks_per_read`` with frames left.
         self.input_pending = False
@@ -238,7 +247,7 @@ class H2ServerConnection(Guard, Sender):
                 handlers[kind](flags, stream_id & STREAM_ID_MASK, data[start:stop])
             if self.error is not None:
                 return
-            if not self._blocks_left:
+            if self._blocks_left <= 0:
                 self.input_pending = end - at >= FRAME_HEADER_SIZE
                 break
         if at < end:
@@ -316,7 +325,7 @@ class H2ServerConnection(Guard, Sender):
             self._header_block(stream_id, pending[1], b"".join(parts))
 
     def _header_block(self, stream_id: int, flags: int, block: bytes) -> None:
-        self._blocks_left -= 1 + (len(block) >> 7)  # a large block costs more to decode
+        self._blocks_left -= _BLOCK_COST + (len(block) >> 3)  # a large block costs more to decode
         headers = self._decode(block)  # always: the decoder's table must follow every block (4.3)
         end = bool(flags & END_STREAM)
         stream = self.streams.get(stream_id)
@@ -416,6 +425,7 @@ class H2ServerConnection(Guard, Sender):
                 self.encoder.header_table_size = value
             elif identifier == Setting.ENABLE_PUSH and value > 1:
                 raise _Fatal(ErrorCode.PROTOCOL_ERROR, f"ENABLE_PUSH {value} (6.5.2)")
+        self._blocks_left -= _ACK_COST
         self._out.append(_SETTINGS_ACK)  # 6.5.3
         if self._budgets.paused:
             self._ack_queued()
@@ -432,6 +442,7 @@ class H2ServerConnection(Guard, Sender):
         if stream_id:
             raise _Fatal(ErrorCode.PROTOCOL_ERROR, "PING on a stream (6.7)")
         if not flags & ACK:
+            self._blocks_left -= _ACK_COST
             self._out.append(frame(FrameType.PING, ACK, 0, payload))
             if self._budgets.paused:
                 self._ack_queued()

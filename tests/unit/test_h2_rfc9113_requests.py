@@ -271,6 +271,19 @@ def test_an_over_limit_block_is_decoded_to_its_end_for_the_dynamic_table() -> No
     assert peak < 1 << 20  # 100,000 references to a 4 KB entry: 400 MB if kept
 
 
+def test_past_the_limit_an_index_outside_the_tables_is_still_a_compression_error() -> None:
+    """Over the limit, runs of one-byte indexed fields are stepped over in C (the bomb costs
+    little), but an index in no table (here 100: 61 static + 1 dynamic entries) still fails the
+    block, as it would under the limit (RFC 7541 2.3.3)."""
+    decoder = HeaderDecoder(max_header_list_size=8192)
+    with pytest.raises(HeaderBlockError) as raised:
+        decoder.decode(_bomb(3000) + bytes([0x80 | 100]) + b"\xbe" * 10)
+    assert "header list over" not in str(raised.value)
+    decoder = HeaderDecoder(max_header_list_size=8192)
+    with pytest.raises(HeaderBlockError, match="header list over 8192"):
+        decoder.decode(_bomb(3000) + bytes([0x80 | 62]) + b"\x82")  # 62 and 2 are in the tables
+
+
 def test_a_gzip_message_inflating_past_the_limit_is_refused_holding_little() -> None:
     """A ~30 KB gzip message inflating to 32 MiB + 1 under a 32 MiB limit: RESOURCE_EXHAUSTED,
     with the inflated bytes counted a step at a time rather than held (the proxy's limit is

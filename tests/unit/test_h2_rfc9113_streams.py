@@ -302,6 +302,24 @@ def test_a_read_packed_with_streams_is_handled_a_slice_per_turn() -> None:
         turn.func(*turn.args, **turn.kw)
         turns.append(proto.h2.last_stream_id)
     blocks = factory.blocks_per_read
-    assert turns == [opened[min(i * blocks + blocks, 100) - 1] for i in range(len(turns))]
-    assert len(turns) == -(-100 // blocks)
+    per_turn = [(b - a) // 2 for a, b in zip([-1, *turns], turns, strict=False)]
+    assert turns[-1] == opened[-1] and len(turns) > 100 // blocks
+    assert all(0 < n <= blocks for n in per_turn), per_turn
     assert transport.producerState == "producing"
+
+
+def test_a_ping_flood_in_one_read_is_handled_a_slice_per_turn() -> None:
+    """PINGs cost a turn's work too (each queues an ACK): 10,000 in one read take turns."""
+    clock = task.Clock()
+    factory = GrpcServerFactory({}, clock, methods=[])
+    proto = factory.buildProtocol(IPv4Address("TCP", "127.0.0.1", 8081))
+    transport = StringTransport(peerAddress=IPv4Address("TCP", "10.0.0.9", 40004))
+    proto.makeConnection(transport)
+    proto.dataReceived(CONNECTION_PREFACE + settings({}) + frame(FrameType.PING, 0, 0, b"12345678") * 10_000)
+    turns = 1
+    while clock.calls:
+        turn = clock.calls.pop(0)
+        turn.func(*turn.args, **turn.kw)
+        turns += 1
+    acks = [f for f in frames(transport.value()) if f[0] == FrameType.PING]
+    assert len(acks) == 10_000 and turns > 2
