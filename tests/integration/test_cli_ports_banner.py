@@ -153,15 +153,20 @@ def test_a_port_out_of_range_is_one_line_and_status_2(tmp_path, argv):
         "(0-65535; 0 picks a free port)"], result.stderr
 
 
-def test_up_with_port_0_prints_free_ports_that_serve_and_route(tmp_path, servers):
-    """``up --namesrv-port 0 --broker-port 0 --grpc-port 0``: the banner's ports are real and
-    accept connections (the VIP channel answers requests), the name server routes to the
-    advertised address, and the project's client sends and pulls through it."""
+def up_on_free_ports(tmp_path: Path, servers) -> tuple[Server, list[str]]:
+    """``up`` with every port 0 and a small commitlog; the server and its banner."""
     conf = tmp_path / "broker.conf"
     conf.write_text(SMALL_CONF)
     up = servers("up", "--namesrv-port", "0", "--broker-port", "0", "--grpc-port", "0",
                  "-c", str(conf), "--store", str(tmp_path / "store"))
-    lines = up.banner()
+    return up, up.banner()
+
+
+def test_up_with_port_0_prints_free_ports_that_serve_and_route(tmp_path, servers):
+    """``up --namesrv-port 0 --broker-port 0 --grpc-port 0``: the banner's ports are real and
+    accept connections (the VIP channel answers requests), the name server routes to the
+    advertised address, and the project's client sends and pulls through it."""
+    up, lines = up_on_free_ports(tmp_path, servers)
     (namesrv,) = one(NAMESRV_LINE, lines)
     broker, vip, advertised = one(BROKER_LINE, lines)
     (grpc,) = one(GRPC_LINE, lines)
@@ -181,11 +186,7 @@ def test_up_serves_tls_clients_on_every_port_though_started_without_pyopenssl(tm
     the default permissive ports still take TLS clients on the name server, broker and VIP
     ports (requests answered) and on the gRPC port (its certificate fetched by ``tls-cert``),
     beside plain ones."""
-    conf = tmp_path / "broker.conf"
-    conf.write_text(SMALL_CONF)
-    up = servers("up", "--namesrv-port", "0", "--broker-port", "0", "--grpc-port", "0",
-                 "-c", str(conf), "--store", str(tmp_path / "store"))
-    lines = up.banner()
+    up, lines = up_on_free_ports(tmp_path, servers)
     (namesrv,) = one(NAMESRV_LINE, lines)
     broker, vip, _ = one(BROKER_LINE, lines)
     (grpc,) = one(GRPC_LINE, lines)

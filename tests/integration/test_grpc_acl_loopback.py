@@ -131,19 +131,25 @@ def test_telemetry_settings_without_permission_end_the_stream(served):
     assert denied == grpc.StatusCode.PERMISSION_DENIED
 
 
+def acl_cluster(tmp_path, plain_acl: str) -> tuple[BrokerConfig, Cluster]:
+    """A one-broker cluster (not started) with ``aclEnable=true`` and ``plain_acl`` as its
+    ``$home/conf/plain_acl.yml``."""
+    home = tmp_path / "home"
+    (home / "conf").mkdir(parents=True)
+    (home / "conf" / "plain_acl.yml").write_text(plain_acl)
+    cfg = BrokerConfig(broker_name="broker-a", listen_port=free_broker_port("127.0.0.1"),
+                       store_path_root_dir=str(tmp_path / "a"), acl_enable=True,
+                       rocketmq_home=str(home), **TEST_BROKER_SETTINGS)
+    return cfg, Cluster(ClusterSpec(brokers=[cfg], namesrv_port=0, grpc_port=0), reactor)
+
+
 @pytest_twisted.inlineCallbacks
 def test_signed_grpc_send_and_receive_work_on_a_broker_with_acl_on(tmp_path):
     """aclEnable=true on the broker: a signed gRPC send and receive pass both checks (the proxy
     dispatches past the broker's remoting ACL hook, as Local mode calls the processors)."""
-    home = tmp_path / "home"
-    (home / "conf").mkdir(parents=True)
-    (home / "conf" / "plain_acl.yml").write_text(
+    cfg, cluster = acl_cluster(tmp_path, (
         "accounts:\n  - accessKey: RocketMQ\n    secretKey: '12345678'\n"
-        "    defaultTopicPerm: DENY\n    defaultGroupPerm: SUB\n    topicPerms: [T=PUB|SUB]\n")
-    cfg = BrokerConfig(broker_name="broker-a", listen_port=free_broker_port("127.0.0.1"),
-                       store_path_root_dir=str(tmp_path / "a"), acl_enable=True,
-                       rocketmq_home=str(home), **TEST_BROKER_SETTINGS)
-    cluster = Cluster(ClusterSpec(brokers=[cfg], namesrv_port=0, grpc_port=0), reactor)
+        "    defaultTopicPerm: DENY\n    defaultGroupPerm: SUB\n    topicPerms: [T=PUB|SUB]\n"))
     yield cluster.start()
     channel = grpc.insecure_channel(cluster.grpc_endpoint)
     try:
@@ -184,14 +190,8 @@ def test_an_account_made_over_remoting_signs_grpc_calls_at_once(tmp_path):
     broker's remoting port reloads the broker's accounts, and the gRPC endpoint, which reads the
     same AclService, accepts the new account's signature on the next call, with no file watch
     run in between."""
-    home = tmp_path / "home"
-    (home / "conf").mkdir(parents=True)
-    (home / "conf" / "plain_acl.yml").write_text(
-        "accounts:\n  - accessKey: adminKey1\n    secretKey: adminSecret1\n    admin: true\n")
-    cfg = BrokerConfig(broker_name="broker-a", listen_port=free_broker_port("127.0.0.1"),
-                       store_path_root_dir=str(tmp_path / "a"), acl_enable=True,
-                       rocketmq_home=str(home), **TEST_BROKER_SETTINGS)
-    cluster = Cluster(ClusterSpec(brokers=[cfg], namesrv_port=0, grpc_port=0), reactor)
+    cfg, cluster = acl_cluster(
+        tmp_path, "accounts:\n  - accessKey: adminKey1\n    secretKey: adminSecret1\n    admin: true\n")
     yield cluster.start()
     channel = grpc.insecure_channel(cluster.grpc_endpoint)
     try:
