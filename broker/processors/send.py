@@ -26,6 +26,7 @@ import logging
 import random
 from typing import Any
 
+from rocketmq_emu.broker.commitlog.encoder import props_string
 from rocketmq_emu.broker.commitlog.record import MessageRecord
 from rocketmq_emu.broker.commitlog.results import PutMessageStatus
 from rocketmq_emu.broker.message import (
@@ -269,9 +270,19 @@ class SendMessageProcessor:
                     return cmd.response(ResponseCode.SYSTEM_ERROR, f"topic[{topic}] not exist",
                                         ext)
         props = string_to_properties(header.properties or "")
-        # R49 SendMessageProcessor: "There is no need to store WAIT=true".
-        props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
         props[PROPERTY_CLUSTER] = ctx.cluster_name
+        # R49 SendMessageProcessor: "There is no need to store WAIT=true": the properties
+        # string is computed without WAIT, then WAIT is put back into the map ("since
+        # msgInner.isWaitStoreMsgOK() will be invoked later"). A path that computes the string
+        # again from the map stores it after all ("In some cases msgInner.setPropertiesString
+        # invoked later and replace it"): the delay-level rewrite to SCHEDULE_TOPIC_XXXX
+        # (CommitLog.asyncPutMessage), the half message (TransactionalMessageBridge
+        # .parseHalfMessageInner) and 5.x's timer rewrite (HookUtils.transformTimerMessage);
+        # what is later made from those records (the due message, the commit) keeps it.
+        wait = props.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
+        props_str = props_string(props) if wait is not None else None
+        if wait is not None:
+            props[PROPERTY_WAIT_STORE_MSG_OK] = wait
         # topic, body, queueId, flag, properties, sysFlag, bornTimestamp, bornHost,
         # storeHost, reconsumeTimes (positional: once per message).
         sys_flag = header.sys_flag
@@ -280,6 +291,7 @@ class SendMessageProcessor:
         record = MessageRecord(topic, cmd.body, record_queue, header.flag, props, sys_flag,
                                header.born_timestamp, conn.peer, ctx.store_host,
                                reconsume_times)
+        record.properties_str = props_str
         tran = props.get(PROPERTY_TRANSACTION_PREPARED)
         if tran is not None and tran.lower() == "true":
             if ctx.setting("reject_transaction_message", False):
