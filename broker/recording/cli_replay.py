@@ -2,14 +2,19 @@
 clients' side of a recording (``rmq-emu up --record``) against a name server and its brokers
 (this emulator or a real RocketMQ) and compare the answers with the recorded ones.
 
-Output (stdout): one block per request whose answer differed (request number, recorded
-connection and port, the target address, the request code name, then one line per difference:
-``path: recorded X, replayed Y``); with ``--json`` one JSON object per compared request
-instead. The last line is exactly ``replayed N requests: M matched, D differed``, N counting the
-requests the recording holds an answer for (oneway requests and requests the recording holds no
-answer for are sent, not compared; stderr says how many).
+Output (stdout): one block per request whose answer differed, headed ``timing:`` or
+``differed:`` (request number, recorded connection and port, the target address, the request
+code name; for timing, why; then one line per difference: ``path: recorded X, replayed Y``);
+with ``--json`` one JSON object per compared request instead (``verdict``: matched, timing or
+differed). The last line is exactly ``replayed N requests: M matched, T timing, D differed``, N
+counting the requests the recording holds an answer for (oneway requests and requests the
+recording holds no answer for are sent, not compared; stderr says how many). Timing
+(:mod:`~rocketmq_emu.broker.recording.timing`): answers that differ only by when they were
+sampled across connections (pulls around oneway sends, routes around a topic's creation), where
+what must agree over the session does.
 
-Exit status: 0 when D is 0; 1 when D > 0 or the recording is damaged; ``--report-only`` makes
+Exit status: 0 when D is 0 (timing does not count); 1 when D > 0 or the recording is damaged;
+``--report-only`` makes
 both 0. A damaged recording (torn by a crash, corrupted) is replayed up to the damage: the
 requests before it are sent and compared, and stderr names the damage as ``entry N at byte B
 (frame F): ...``. Expected failures (the file is missing or no recording, ``--namesrv`` is no
@@ -43,16 +48,18 @@ EXIT_USAGE = 2
 def summary(result: Result) -> str:
     """The last line of the output."""
     return f"replayed {len(result.outcomes)} requests: {result.matched} matched, " \
-           f"{result.differed} differed"
+           f"{result.timing} timing, {result.differed} differed"
 
 
 def describe(outcome: Outcome) -> list[str]:
     """The block printed for a request whose answer differed."""
     ex = outcome.exchange
     code = ex.request.code
-    lines = [f"request {ex.number} (connection {ex.connection}, port {ex.port} -> "
-             f"{outcome.target or 'no target'}, frame {ex.frame_number}): "
-             f"{request_name(code)} ({code})"]
+    lines = [f"{'timing' if outcome.timing else 'differed'}: request {ex.number} (connection "
+             f"{ex.connection}, port {ex.port} -> {outcome.target or 'no target'}, frame "
+             f"{ex.frame_number}): {request_name(code)} ({code})"]
+    if outcome.timing:
+        lines.append(f"  {outcome.timing}")
     if outcome.reason:
         lines.append(f"  {outcome.reason}")
     lines += [f"  {d}" for d in outcome.differences]
@@ -66,10 +73,13 @@ def as_json(outcome: Outcome) -> dict[str, Any]:
         "request": ex.number, "connection": ex.connection, "port": ex.port,
         "target": outcome.target, "frame": ex.frame_number, "code": ex.request.code,
         "name": request_name(ex.request.code), "matched": outcome.matched,
+        "verdict": outcome.verdict,
         "recordedCode": ex.response.code if ex.response else None,
         "replayedCode": outcome.replayed.code if outcome.replayed else None}
     if outcome.reason:
         row["reason"] = outcome.reason
+    if outcome.timing:
+        row["timing"] = outcome.timing
     if outcome.differences:
         row["differences"] = [{"path": d.path, "recorded": d.recorded, "replayed": d.replayed}
                               for d in outcome.differences]

@@ -19,6 +19,9 @@ client would), maps every recorded server port to a target address
   seconds: a pull the recording shows suspended may legitimately be held that long, and the
   replay never hangs. No answer, a refused or closed connection, a recorded port without a
   target broker are each an outcome with a reason (a difference), never an exception.
+
+Once all are in, differences that are of timing only (pulls around oneway sends, routes around a
+topic's creation...) are told from differences in behaviour (:mod:`.timing`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from rocketmq_emu.broker.recording.plan import (
     resolve_targets,
 )
 from rocketmq_emu.broker.recording.pushed import replaying_dispatcher
+from rocketmq_emu.broker.recording.timing import classify
 from rocketmq_emu.broker.remoting.client import RemotingClient
 from rocketmq_emu.broker.remoting.codes import RequestCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
@@ -86,11 +90,18 @@ class Outcome:
     differences: list[Difference] = field(default_factory=list)
     #: Why there is no answer to compare (no target, timeout, closed connection).
     reason: str | None = None
+    #: Why the differences are of timing, not behaviour (:mod:`.timing`), if they are.
+    timing: str | None = None
 
     @property
     def matched(self) -> bool:
         """Answered, and the answer has the recorded shape."""
         return self.reason is None and not self.differences
+
+    @property
+    def verdict(self) -> str:
+        """``matched``, ``timing`` or ``differed``."""
+        return "matched" if self.matched else "timing" if self.timing else "differed"
 
 
 @dataclass(slots=True)
@@ -108,9 +119,14 @@ class Result:
         return sum(o.matched for o in self.outcomes)
 
     @property
+    def timing(self) -> int:
+        """How many differed by timing only (:mod:`.timing`)."""
+        return sum(o.timing is not None and not o.matched for o in self.outcomes)
+
+    @property
     def differed(self) -> int:
-        """How many did not."""
-        return len(self.outcomes) - self.matched
+        """How many differed in behaviour."""
+        return len(self.outcomes) - self.matched - self.timing
 
 
 def timeout_for(exchange: Exchange, margin: float = DEFAULT_MARGIN,
@@ -190,6 +206,7 @@ async def replay(reactor: Any, plan: Plan, namesrv: str, *, pace: bool = True,
         await defer.DeferredList(waits)
     finally:
         await defer.DeferredList([c.close() for c in clients.values()])
+    classify(result.outcomes)
     return result
 
 

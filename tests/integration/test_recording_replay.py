@@ -177,7 +177,7 @@ async def test_cli_prints_the_summary_and_exits_0(recorded, fresh):
     """``rmq-emu replay`` ends with the summary line and exits 0 when nothing differs."""
     out, err, code = await rmq_emu("replay", str(recorded), "--namesrv", namesrv_addr(fresh))
     n = len(build_plan(recorded.read_bytes()).compared)
-    assert out.splitlines()[-1] == f"replayed {n} requests: {n} matched, 0 differed", err
+    assert out.splitlines()[-1] == f"replayed {n} requests: {n} matched, 0 timing, 0 differed", err
     assert code == 0
 
 
@@ -361,3 +361,51 @@ async def test_replay_with_tls_against_an_enforcing_emulator_matches(recorded, e
     out, err, code = await rmq_emu("replay", str(recorded), "--namesrv",
                                    namesrv_addr(enforcing), "--no-pace")
     assert code == 2 and len(err.strip().splitlines()) == 1, out + err
+
+
+ROUTE_TOPIC = "CreatedBySend"
+
+
+async def route_session(ns: str) -> None:
+    """A producer sends to a topic that does not exist yet: its first route query is answered
+    TOPIC_NOT_EXIST, the send creates the topic from TBW102, the next query finds it."""
+    producer = Producer("RouteProducer", ns)
+    await producer.start()
+    await producer.send(Message(ROUTE_TOPIC, b"first"))
+    await producer.shutdown()
+    admin = Admin(ns)
+    await admin.start()
+    for _ in range(50):  # until the broker has registered the new topic (a route is found)
+        try:
+            await admin.route(ROUTE_TOPIC)
+            break
+        except Exception:  # noqa: BLE001 - TOPIC_NOT_EXIST until then
+            await task.deferLater(reactor, 0.1, lambda: None)
+    await admin.shutdown()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_route_the_target_knew_sooner_is_timing_not_a_difference(tmp_path, fresh):
+    """Replayed against a broker that already has the topic (as a real broker that registered
+    it with its name server sooner): the first route query differs, the session's last agrees,
+    so it is timing and the replay passes (0 differed)."""
+    path = tmp_path / "route.rec"
+    c = cluster(tmp_path / "route-recorded", record=str(path))
+    await c.start()
+    try:
+        await route_session(namesrv_addr(c))
+    finally:
+        await c.stop()
+    plan = build_plan(path.read_bytes())
+    routes = [ex for ex in plan.compared if ex.request.code == RequestCode.GET_ROUTEINFO_BY_TOPIC
+              and ex.request.ext_fields.get("topic") == ROUTE_TOPIC]
+    assert routes[0].response.code == 17 and routes[-1].response.code == 0  # TOPIC_NOT_EXIST
+    admin = Admin(namesrv_addr(fresh))
+    await admin.start()
+    await admin.create_topic(ROUTE_TOPIC, 4)
+    await admin.shutdown()
+    result = await replay(reactor, plan, namesrv_addr(fresh))
+    blocks = "\n".join(line for o in result.outcomes if not o.matched for line in describe(o))
+    assert result.differed == 0, blocks
+    assert result.timing >= 1, blocks
+    assert all(o.verdict != "differed" for o in result.outcomes)

@@ -52,6 +52,6 @@ def test_recorded_cpp_session_replays_against_a_fresh_emulator(tmp_path, pypi_ro
     finally:
         stop_emulator(fresh)
     n = len(plan.compared)
-    assert done.stdout.splitlines()[-1] == f"replayed {n} requests: {n} matched, 0 differed", \
+    assert done.stdout.splitlines()[-1] == f"replayed {n} requests: {n} matched, 0 timing, 0 differed", \
         done.stdout + done.stderr
     assert done.returncode == 0

@@ -74,17 +74,17 @@ def test_report_shows_differing_blocks_and_ends_with_the_summary():
     out = io.StringIO()
     report(Result([outcome(0, 0), outcome(0, 17)]), use_json=False, out=out)
     lines = out.getvalue().splitlines()
-    assert lines[0] == "request 1 (connection 3, port 10911 -> 127.0.0.1:30911, frame 5): " \
+    assert lines[0] == "differed: request 1 (connection 3, port 10911 -> 127.0.0.1:30911, frame 5): " \
                        "SEND_MESSAGE_V2 (310)"
     assert lines[1] == "  code: recorded 0 SUCCESS, replayed 17 TOPIC_NOT_EXIST"
-    assert lines[-1] == "replayed 2 requests: 1 matched, 1 differed"
+    assert lines[-1] == "replayed 2 requests: 1 matched, 0 timing, 1 differed"
 
 
 def test_unanswered_request_is_a_difference_with_its_reason():
     """A request without a replayed answer differs and its block says why."""
     o = Outcome(outcome(0, 0).exchange, None, reason="no broker at the target for port 1")
     assert not o.matched and describe(o)[1] == "  no broker at the target for port 1"
-    assert summary(Result([o])) == "replayed 1 requests: 0 matched, 1 differed"
+    assert summary(Result([o])) == "replayed 1 requests: 0 matched, 0 timing, 1 differed"
 
 
 @pytest.mark.parametrize("addr", ["localhost", "h:", ":9876", "h:99999", "h:x"])
