@@ -56,6 +56,8 @@ SUBCOMMAND_MODULES: list[tuple[str, str, str]] = [
     ("recording", "rocketmq_emu.broker.recording.cli", "list the frames of an `up --record` file"),
     ("replay", "rocketmq_emu.broker.recording.cli_replay",
      "replay a recording's client requests and compare the answers"),
+    ("proxy", "rocketmq_emu.broker.recording.cli_proxy",
+     "record a session against a real name server and its brokers"),
     ("tls-cert", "rocketmq_emu.broker.tls.cli",
      "print the certificate a server's TLS port presents, for a client to trust"),
 ]
