@@ -409,3 +409,80 @@ async def test_a_route_the_target_knew_sooner_is_timing_not_a_difference(tmp_pat
     assert result.differed == 0, blocks
     assert result.timing >= 1, blocks
     assert all(o.verdict != "differed" for o in result.outcomes)
+
+
+ONEWAY_TOPIC = "OnewayTiming"
+
+
+async def oneway_session(ns: str) -> None:
+    """A oneway send on the producer's connection, then two pulls of the queue on the
+    consumer's: the first finds the message, the second (from the next offset) nothing."""
+    admin = Admin(ns)
+    await admin.start()
+    await admin.create_topic(ONEWAY_TOPIC, 2)
+    await admin.shutdown()
+    producer = Producer("OnewayProducer", ns)
+    await producer.start()
+    queue = MessageQueue(ONEWAY_TOPIC, "broker-a", 0)
+    # A sync send to the other queue first: the producer learns the route.
+    await producer.send(Message(ONEWAY_TOPIC, b"route"), queue=MessageQueue(ONEWAY_TOPIC,
+                                                                            "broker-a", 1))
+    await producer.send_oneway(Message(ONEWAY_TOPIC, b"fire-and-forget"), queue=queue)
+    await task.deferLater(reactor, 0.3, lambda: None)
+    consumer = PullConsumer("OnewayGroup", ns)
+    await consumer.start()
+    first = await consumer.pull(queue, "*", 0, 32)
+    await consumer.pull(queue, "*", first.next_begin_offset, 32)
+    await producer.shutdown()
+    await consumer.shutdown()
+
+
+def overtaken(data: bytes) -> bytes:
+    """The recording as if the pull had overtaken the oneway send on the recorded server: the
+    two pulls' answers traded (the first found nothing, the second the message), each keeping
+    its own opaque."""
+    from rocketmq_emu.broker.recording.format import (
+        SERVER_TO_CLIENT,
+        Entry,
+        encode_entry,
+        encode_header,
+        read_entries,
+    )
+
+    entries = list(read_entries(data))
+    pulls = {cmd.opaque for e in entries if e.direction == 0
+             for cmd in [RemotingCommand.decode(e.payload)] if cmd.code == RequestCode.PULL_MESSAGE}
+    answers = [i for i, e in enumerate(entries) if e.direction == SERVER_TO_CLIENT
+               and RemotingCommand.decode(e.payload).opaque in pulls]
+    assert len(answers) == 2, "one write per pull answer expected"
+    first, second = (RemotingCommand.decode(entries[i].payload) for i in answers)
+    first.opaque, second.opaque = second.opaque, first.opaque
+    swapped = dict(zip(answers, (second.encode(), first.encode()), strict=True))
+    out = bytearray(encode_header(entries[0].timestamp_ms))
+    for i, e in enumerate(entries):
+        payload = swapped.get(i, e.payload)
+        out += encode_entry(Entry(e.timestamp_ms, e.connection, e.port, e.direction, payload))
+    return bytes(out)
+
+
+@pytest_twisted.ensureDeferred
+async def test_pulls_around_a_oneway_send_that_overtook_are_timing(tmp_path, fresh):
+    """The recorded server saw the first pull before the oneway send (its answers say: nothing,
+    then the message); the replay's target saw them in order (the message, then nothing). The
+    consumer received the same message over the session: both pulls are timing, 0 differed,
+    and the CLI exits 0."""
+    path = tmp_path / "oneway.rec"
+    c = cluster(tmp_path / "oneway-recorded", record=str(path))
+    await c.start()
+    try:
+        await oneway_session(namesrv_addr(c))
+    finally:
+        await c.stop()
+    path.write_bytes(overtaken(path.read_bytes()))
+    out, err, code = await rmq_emu("replay", str(path), "--namesrv", namesrv_addr(fresh))
+    plan = build_plan(path.read_bytes())
+    n = len(plan.compared)
+    assert out.splitlines()[-1] == f"replayed {n} requests: {n - 2} matched, 2 timing, 0 differed", \
+        out + err
+    assert code == 0
+    assert "the same 1 message(s) of queue 0 of OnewayTiming for OnewayGroup" in out
