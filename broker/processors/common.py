@@ -17,6 +17,9 @@ from rocketmq_emu.broker.remoting.codes import ResponseCode
 
 #: ``TopicValidator.TOPIC_MAX_LENGTH``.
 TOPIC_MAX_LENGTH = 127
+#: ``FAQUrl.suggestTodo(url)``: what Java appends to a remark that has a FAQ page (every such
+#: url is http://rocketmq.apache.org/docs/faq/ in 4.9.8 and 5.x).
+FAQ_SUGGESTION = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 #: ``TopicValidator`` regex ``^[%|a-zA-Z0-9_-]+$`` (ASCII only, as its VALID_CHAR_BIT_MAP).
 _VALID_TOPIC = re.compile(r"[%|a-zA-Z0-9_-]+")
 #: ``TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`` (4.9.x).

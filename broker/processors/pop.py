@@ -42,7 +42,7 @@ from rocketmq_emu.broker.pop import names
 from rocketmq_emu.broker.pop.extra_info import InfoBuilder, build_extra_info
 from rocketmq_emu.broker.pop.long_polling import POLLING_FULL, POLLING_SUC, PopRequest
 from rocketmq_emu.broker.pop.revive_bodies import PopCheckPoint
-from rocketmq_emu.broker.processors.common import PERM_READ, status_name
+from rocketmq_emu.broker.processors.common import FAQ_SUGGESTION, PERM_READ, status_name
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.broker.remoting.headers.pop import PopMessageRequestHeader
@@ -82,8 +82,7 @@ def check_pop_queue(ctx: Any, cmd: RemotingCommand, topic: str, queue_id: int, g
         log.error("The topic %s not exist, consumer: %s", topic, getattr(conn, "peer_addr", ""))
         return None, cmd.response(
             ResponseCode.TOPIC_NOT_EXIST,
-            f"topic[{topic}] not exist, apply first please! "
-            "http://rocketmq.apache.org/docs/faq/")
+            f"topic[{topic}] not exist, apply first please! {FAQ_SUGGESTION}")
     if not tc.perm & PERM_READ:
         return None, cmd.response(ResponseCode.NO_PERMISSION,
                                   f"the topic[{topic}] peeking message is forbidden")
@@ -97,8 +96,7 @@ def check_pop_queue(ctx: Any, cmd: RemotingCommand, topic: str, queue_id: int, g
     if sgc is None:
         return None, cmd.response(
             ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-            f"subscription group [{group}] does not exist, "
-            "http://rocketmq.apache.org/docs/faq/")
+            f"subscription group [{group}] does not exist, {FAQ_SUGGESTION}")
     if not sgc.consume_enable:
         return None, cmd.response(ResponseCode.NO_PERMISSION,
                                   f"subscription group no permission, {group}")

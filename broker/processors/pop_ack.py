@@ -35,6 +35,7 @@ from rocketmq_emu.broker import jsonutil
 from rocketmq_emu.broker.pop import names
 from rocketmq_emu.broker.pop.extra_info import ExtraInfo, extra_info_fields, real_topic
 from rocketmq_emu.broker.pop.revive_bodies import AckMsg, BatchAckMsg, PopCheckPoint
+from rocketmq_emu.broker.processors.common import FAQ_SUGGESTION
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.broker.remoting.headers.pop import (
@@ -79,7 +80,7 @@ class AckMessageProcessor:
                       getattr(conn, "peer_addr", ""))
             return cmd.response(ResponseCode.TOPIC_NOT_EXIST,
                                 f"topic[{topic}] not exist, apply first please! "
-                                "http://rocketmq.apache.org/docs/faq/")
+                                f"{FAQ_SUGGESTION}")
         if queue_id >= tc.read_queue_nums or queue_id < 0:
             info = (f"queueId[{queue_id}] is illegal, topic:[{topic}] "
                     f"topicConfig.readQueueNums:[{tc.read_queue_nums}] "

@@ -17,7 +17,7 @@ from rocketmq_emu.broker import jsonutil
 from rocketmq_emu.broker.client_manager import SUB_ALL, SubscriptionData
 from rocketmq_emu.broker.commitlog.record import MessageRecord
 from rocketmq_emu.broker.filter.message_filter import pull_filter
-from rocketmq_emu.broker.processors.common import PERM_READ, status_name
+from rocketmq_emu.broker.processors.common import FAQ_SUGGESTION, PERM_READ, status_name
 from rocketmq_emu.broker.processors.context import BrokerContext
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode
 from rocketmq_emu.broker.remoting.command import RemotingCommand
@@ -77,8 +77,7 @@ class PullMessageProcessor:
         if sgc is None:
             return cmd.response(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group [{group}] does not exist, "
-                "http://rocketmq.apache.org/docs/faq/")
+                f"subscription group [{group}] does not exist, {FAQ_SUGGESTION}")
         if not sgc.consume_enable:
             return cmd.response(ResponseCode.NO_PERMISSION,
                                 f"subscription group no permission, {group}")
@@ -91,15 +90,14 @@ class PullMessageProcessor:
             log.error("the topic %s not exist, consumer: %s", topic, conn.peer_addr)
             return cmd.response(
                 ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! "
-                "http://rocketmq.apache.org/docs/faq/")
+                f"topic[{topic}] not exist, apply first please! {FAQ_SUGGESTION}")
         if not tc.perm & PERM_READ:
             return cmd.response(ResponseCode.NO_PERMISSION,
                                 f"the topic[{topic}] pulling message is forbidden")
         if queue_id < 0 or queue_id >= tc.read_queue_nums:
             info = (f"queueId[{queue_id}] is illegal, topic:[{topic}] "
                     f"topicConfig.readQueueNums:[{tc.read_queue_nums}] "
-                    f"consumer:[{conn.peer_addr}]")
+                    f"consumer:[/{conn.peer_addr}]")  # channel.remoteAddress(): "/ip:port"
             log.warning(info)
             return cmd.response(ResponseCode.SYSTEM_ERROR, info)
 
@@ -110,8 +108,7 @@ class PullMessageProcessor:
             if cgi is None:
                 log.warning("the consumer's group info not exist, group: %s", group)
                 return cmd.response(ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                                    "the consumer's group info not exist "
-                                    "http://rocketmq.apache.org/docs/faq/")
+                                    f"the consumer's group info not exist{FAQ_SUGGESTION}")
             if not sgc.consume_broadcast_enable and cgi.message_model == "BROADCASTING":
                 return cmd.response(ResponseCode.NO_PERMISSION,
                                     f"the consumer group[{group}] can not consume by broadcast way")
@@ -120,8 +117,7 @@ class PullMessageProcessor:
                 log.warning("the consumer's subscription not exist, group: %s, topic: %s",
                             group, topic)
                 return cmd.response(ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                                    "the consumer's subscription not exist "
-                                    "http://rocketmq.apache.org/docs/faq/")
+                                    f"the consumer's subscription not exist{FAQ_SUGGESTION}")
             if sub.sub_version < h.sub_version:
                 log.warning("the broker's subscription is not latest, group: %s %s",
                             group, sub.sub_string)

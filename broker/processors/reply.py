@@ -97,8 +97,9 @@ class ReplyMessageProcessor(SendMessageProcessor):
             "properties": properties_to_string(pushed),
             "unitMode": "true" if header.unit_mode else "false",
             # InetSocketAddress.toString() of an address built from an IP literal.
-            "bornHost": f"/{conn.peer_addr}",
-            "storeHost": f"/{ctx.broker_addr}",
+            # ReplyMessageProcessor.pushReplyMessage: getHostAddress() + ":" + port, no "/".
+            "bornHost": conn.peer_addr,
+            "storeHost": ctx.broker_addr,
             "storeTimestamp": str(ctx.now_ms()),
         }
         if header.reconsume_times is not None:

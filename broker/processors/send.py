@@ -46,6 +46,7 @@ from rocketmq_emu.broker.message import (
 )
 from rocketmq_emu.broker.processors.batch_codec import BatchFormatError, decode_batch
 from rocketmq_emu.broker.processors.common import (
+    FAQ_SUGGESTION,
     NOT_ALLOWED_SEND_TOPICS,
     PERM_READ,
     PERM_WRITE,
@@ -209,8 +210,8 @@ class SendMessageProcessor:
             if tc is None:
                 return cmd.response(
                     ResponseCode.TOPIC_NOT_EXIST,
-                    f"topic[{topic}] not exist, apply first please! "
-                    "http://rocketmq.apache.org/docs/faq/", ext)
+                    # AbstractSendMessageProcessor.msgCheck: no space before the tip.
+                    f"topic[{topic}] not exist, apply first please!{FAQ_SUGGESTION}", ext)
         queue_id = header.queue_id
         if queue_id >= tc.write_queue_nums and queue_id >= tc.read_queue_nums:
             info = (f"request queueId[{queue_id}] is illegal, {topic_config_str(tc)} "
@@ -255,17 +256,16 @@ class SendMessageProcessor:
             if sgc is None:
                 return cmd.response(
                     ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                    f"subscription group not exist, {group} "
-                    "http://rocketmq.apache.org/docs/faq/", ext)
+                    f"subscription group not exist, {group} {FAQ_SUGGESTION}", ext)
             max_times = sgc.retry_max_times
             if cmd.version >= V3_4_9 and header.max_reconsume_times is not None:
                 max_times = header.max_reconsume_times
             if reconsume_times >= max_times:
                 topic = dlq_topic(group)
                 record_queue = self.rng.randrange(99999999) % DLQ_NUMS_PER_GROUP
-                # 4.9 creates the DLQ write-only (5.x: read-write).
+                # SendMessageProcessor.handleRetryAndDLQ (4.9.8, as 5.x): read-write.
                 tc = ctx.topic_config.create_topic_in_send_message_back_method(
-                    topic, DLQ_NUMS_PER_GROUP, PERM_WRITE, 0)
+                    topic, DLQ_NUMS_PER_GROUP, PERM_WRITE | PERM_READ, 0)
                 if tc is None:
                     return cmd.response(ResponseCode.SYSTEM_ERROR, f"topic[{topic}] not exist",
                                         ext)
@@ -444,7 +444,7 @@ class SendMessageProcessor:
         if sgc is None:
             return cmd.response(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group not exist, {group} http://rocketmq.apache.org/docs/faq/")
+                f"subscription group not exist, {group} {FAQ_SUGGESTION}")
         if not ctx.setting("broker_permission", 6) & PERM_WRITE:
             return cmd.response(
                 ResponseCode.NO_PERMISSION,
@@ -472,7 +472,7 @@ class SendMessageProcessor:
         record = back.record
         if back.to_dlq:
             dlq = ctx.topic_config.create_topic_in_send_message_back_method(
-                record.topic, DLQ_NUMS_PER_GROUP, PERM_WRITE, 0)
+                record.topic, DLQ_NUMS_PER_GROUP, PERM_WRITE | PERM_READ, 0)
             if dlq is None:
                 return cmd.response(ResponseCode.SYSTEM_ERROR, f"topic[{record.topic}] not exist")
         # msgExt.setWaitStoreMsgOK(false) puts WAIT=false into the copied properties.

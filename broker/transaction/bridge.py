@@ -25,7 +25,6 @@ from rocketmq_emu.broker.message import (
     PROPERTY_WAIT_STORE_MSG_OK,
     RMQ_SYS_TRANS_HALF_TOPIC,
     RMQ_SYS_TRANS_OP_HALF_TOPIC,
-    UniqIdGenerator,
 )
 
 log = logging.getLogger(__name__)
@@ -56,7 +55,6 @@ class TransactionalMessageBridge:
         self.topic_config = topic_config if topic_config is not None else store.topic_config
         self.consumer_offsets = (consumer_offsets if consumer_offsets is not None
                                  else store.consumer_offsets)
-        self.uniq_ids = UniqIdGenerator(store_host[0] if ":" not in store_host[0] else "127.0.0.1")
         self.rng = random.Random()
 
     # --- topics -----------------------------------------------------------------------------
@@ -123,10 +121,13 @@ class TransactionalMessageBridge:
             topic=RMQ_SYS_TRANS_OP_HALF_TOPIC,
             body=str(half.queue_offset).encode("utf-8"),
             queue_id=HALF_QUEUE_ID,
+            # TransactionalMessageBridge.makeOpMessageInner: the string of ``new Message(opTopic,
+            # "d", body)`` (TAGS, then WAIT=true from its constructor); the UNIQ_KEY that
+            # MessageClientIDSetter.setUniqID puts in the map afterwards is never stored (nor
+            # indexed, the index reading what is stored).
             properties={
-                PROPERTY_WAIT_STORE_MSG_OK: "true",
                 PROPERTY_TAGS: REMOVE_TAG,
-                PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: self.uniq_ids.next(),
+                PROPERTY_WAIT_STORE_MSG_OK: "true",
             },
             born_timestamp=self.now_ms(),
             born_host=self.store_host,
@@ -143,8 +144,10 @@ class TransactionalMessageBridge:
         """``putBackHalfMsgQueue`` / ``renewHalfMessageInner``: append a copy of ``half`` (with
         its current properties, e.g. the incremented ``TRANSACTION_CHECK_TIMES``) to the half
         queue; returns the copy with its new queue/commitlog offsets, or None on failure."""
-        # renewHalfMessageInner does not carry reconsumeTimes over.
+        # renewHalfMessageInner sets neither reconsumeTimes nor the flag: both are 0 on the copy
+        # (and on a message committed from it after a check-back).
         copy = half.derive(RMQ_SYS_TRANS_HALF_TOPIC, HALF_QUEUE_ID, dict(half.properties), 0)
+        copy.flag = 0
         result = self.store.put_message(copy)
         if _status(result) != "PUT_OK":
             log.error("PutBackToHalfQueueReturnResult failed: %s, topic %s msgId %s",

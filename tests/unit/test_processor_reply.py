@@ -53,7 +53,9 @@ def test_reply_is_pushed_to_the_requesting_client(ctx):
     assert push.code == RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT and push.body == b"answer"
     assert "CORRELATION_ID\u0001corr-9" in push.ext_fields["properties"]
     assert "PUSH_REPLY_TIME" in push.ext_fields["properties"]
-    assert push.ext_fields["storeHost"] == "/10.0.0.5:10911"
+    # ReplyMessageProcessor.pushReplyMessage: "ip:port", no "/" (the requester parses it).
+    assert push.ext_fields["storeHost"] == "10.0.0.5:10911"
+    assert not push.ext_fields["bornHost"].startswith("/")
 
 
 def test_reply_is_also_stored_on_the_reply_topic(ctx):

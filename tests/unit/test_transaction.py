@@ -77,11 +77,11 @@ class Broker:
         assert resp.code == ResponseCode.SUCCESS
 
     def send_half(self, conn, topic="Orders", body=b"order-1", uniq="UNIQ0001", group="txg",
-                  queue_id=1) -> RemotingCommand:
+                  queue_id=1, flag=0) -> RemotingCommand:
         props = {"TRAN_MSG": "true", "PGROUP": group, "UNIQ_KEY": uniq, "TAGS": "t",
                  "WAIT": "true"}
         ext = {"a": group, "b": topic, "c": "TBW102", "d": "4", "e": str(queue_id), "f": "4",
-               "g": str(int(self.clock.seconds() * 1000)), "h": "0",
+               "g": str(int(self.clock.seconds() * 1000)), "h": str(flag),
                "i": properties_to_string(props), "j": "0", "k": "false", "m": "false"}
         resp = self.send.process_send(
             RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body), conn)
@@ -384,3 +384,31 @@ def test_check_pass_stops_when_the_half_copy_cannot_be_written(broker, clock, mo
     assert bridge.fetch_consume_offset(RMQ_SYS_TRANS_HALF_TOPIC) == 0
     monkeypatch.setattr(bridge, "put_back_half_message", real)
     assert broker.tx.check_service.check_once() == 1
+
+
+def test_the_op_record_stores_tags_and_wait_only(broker):
+    """makeOpMessageInner stores the string of ``new Message(opTopic, "d", body)``: TAGS=d and
+    WAIT=true; the UNIQ_KEY setUniqID adds to the map afterwards is not stored."""
+    conn = FakeConn()
+    assert broker.end(conn, broker.send_half(conn), 8).code == ResponseCode.SUCCESS
+    (op,) = broker.pull_all(RMQ_SYS_TRANS_OP_HALF_TOPIC, 0)
+    assert op.properties_str == properties_to_string({"TAGS": "d", "WAIT": "true"})
+
+
+def test_a_put_back_copy_and_what_commits_from_it_have_flag_0(broker, clock):
+    """renewHalfMessageInner never sets the flag: the check-back copy has 0, and so has the
+    message END_TRANSACTION then commits from it; the original half keeps the client's."""
+    conn = FakeConn()
+    broker.heartbeat_producer(conn)
+    broker.send_half(conn, flag=5)
+    clock.advance(60)
+    original, copy = broker.pull_all(RMQ_SYS_TRANS_HALF_TOPIC, 0)
+    assert (original.flag, copy.flag) == (5, 0)
+    check = conn.oneway[0]
+    ext = {"producerGroup": "txg", "tranStateTableOffset": check.ext_fields["tranStateTableOffset"],
+           "commitLogOffset": check.ext_fields["commitLogOffset"], "commitOrRollback": "8",
+           "fromTransactionCheck": "true", "msgId": "UNIQ0001", "transactionId": "UNIQ0001"}
+    resp = broker.tx.process(RemotingCommand.request(RequestCode.END_TRANSACTION, ext), conn)
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    (committed,) = broker.pull_all("Orders", 1)
+    assert committed.flag == 0
