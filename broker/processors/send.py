@@ -313,9 +313,11 @@ class SendMessageProcessor:
                 result = ctx.store.put_message(record)
                 if handle is not None and result.status is _PUT_OK:
                     ext["recallHandle"] = handle
-                return self._respond(cmd, result, queue_id, ext, record.topic, 1, len(cmd.body))
+                return self._respond(cmd, result, queue_id, ext, record.topic, 1, len(cmd.body),
+                                     waits_for_store(props))
         result = ctx.store.put_message(record)
-        return self._respond(cmd, result, queue_id, ext, record.topic, 1, len(cmd.body))
+        return self._respond(cmd, result, queue_id, ext, record.topic, 1, len(cmd.body),
+                             waits_for_store(props))
 
     def _transform_scheduled(self, record: MessageRecord) -> None:
         """Timer properties → the timer topic (if the timer service runs); DELAY → schedule
@@ -377,13 +379,17 @@ class SendMessageProcessor:
             records.append(rec)
         result = ctx.store.put_messages(records)
         size = sum(len(b.body) for b in blocks)
-        return self._respond(cmd, result, queue_id, ext, topic, len(records), size)
+        return self._respond(cmd, result, queue_id, ext, topic, len(records), size,
+                             waits_for_store(batch_props))
 
     def _respond(
         self, cmd: RemotingCommand, result: Any, queue_id: int, ext: dict[str, str],
-        topic: str, count: int, size: int,
+        topic: str, count: int, size: int, wait: bool = True,
     ) -> Any:
-        if result.status is _PUT_OK and not self.sync_flush:
+        """The answer to a put: at once, or under SYNC_FLUSH once flushed if the message waits
+        for the store (``CommitLog.submitFlushRequest`` waits only when isWaitStoreMsgOK)."""
+        sync = self.sync_flush and wait
+        if result.status is _PUT_OK and not sync:
             # The common case, without the status table.
             self.ctx.stats.on_put(topic, count, size)
             if cmd.flag & FLAG_ONEWAY:
@@ -396,7 +402,7 @@ class SendMessageProcessor:
             ext["queueId"] = str(queue_id)
             ext["queueOffset"] = str(append.queue_offset)
             return cmd.success_response(ext)  # every value is a str
-        if self.sync_flush and status_name(result.status) == "PUT_OK":
+        if sync and status_name(result.status) == "PUT_OK":
             d = result.flushed
             d.addCallback(
                 lambda status: self._response(cmd, result, status, queue_id, ext, topic, count,
@@ -488,9 +494,16 @@ class SendMessageProcessor:
                 return cmd.response(ResponseCode.SUCCESS)
             return cmd.response(ResponseCode.SYSTEM_ERROR, status_name(status))
 
-        if self.sync_flush and status_name(result.status) == "PUT_OK":
-            return result.flushed.addCallback(answer)
+        # The retry carries WAIT=false: CommitLog.submitFlushRequest does not wait for the flush
+        # (SYNC_FLUSH or not), it answers as soon as the message is stored.
         return answer(result.status)
+
+
+def waits_for_store(properties: dict[str, str]) -> bool:
+    """``Message.isWaitStoreMsgOK``: no WAIT, or WAIT that ``Boolean.parseBoolean`` reads
+    true (any case)."""
+    value = properties.get(PROPERTY_WAIT_STORE_MSG_OK)
+    return value is None or value.lower() == "true"
 
 
 def to_half_message(record: MessageRecord) -> MessageRecord:

@@ -219,6 +219,19 @@ def test_sync_flush_answers_only_after_the_flush(tmp_path):
     ctx.store.shutdown()
 
 
+def test_sync_flush_answers_a_message_with_wait_false_at_once(tmp_path):
+    """CommitLog.submitFlushRequest waits for the flush only when isWaitStoreMsgOK: WAIT=false
+    (any case) is answered as soon as it is stored, SYNC_FLUSH or not; so is a retry."""
+    ctx = make_context(tmp_path, sync_flush=True, reactor_clock=True)
+    proc = SendMessageProcessor(ctx)
+    resp = proc.process_send(send_v2("T8", props={"TAGS": "a", "WAIT": "FALSE"}), FakeConn())
+    assert resp.code == ResponseCode.SUCCESS and "msgId" in resp.ext_fields
+    back = proc.process_send_back(send_back_cmd(0, "cgW"), FakeConn())
+    assert back.code == ResponseCode.SUCCESS
+    ctx.clock.advance(0)
+    ctx.store.shutdown()
+
+
 def test_missing_required_header_raises_naming_the_field(ctx, proc):
     """A send without topic fails like Java's decodeCommandCustomHeader (field named)."""
     cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"a": "pg"}, b"x")
