@@ -149,6 +149,18 @@ def test_batch_320_splits_blocks_with_consecutive_offsets(ctx, proc):
     assert resp.ext_fields["queueOffset"] == "0"
 
 
+@pytest.mark.parametrize("extra", [{"f": "4"}, {"props": {"WAIT": "true", "DELAY": "2"}}],
+                         ids=["transaction prepared", "delay level"])
+def test_a_transactional_or_delayed_batch_is_message_illegal(ctx, proc, extra):
+    """CommitLog.asyncPutMessages refuses a batch whose sysFlag has transaction bits or whose
+    properties have a delay level, storing nothing."""
+    body = encode_batch([BatchMessage(0, b"m0", "KEYS\u0001k0")])
+    resp = proc.process_send(send_v2("T4", body=body, code=RequestCode.SEND_BATCH_MESSAGE,
+                                     m="true", **extra), FakeConn())
+    assert resp.code == ResponseCode.MESSAGE_ILLEGAL
+    assert stored(ctx, "T4") == []
+
+
 def test_batch_record_properties_are_block_then_batch_properties(ctx, proc):
     """Each batch record's properties = its block's + separator + the batch's (+CLUSTER)."""
     body = encode_batch([BatchMessage(0, b"m", "KEYS\u0001k0")])
