@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 import pytest_twisted
-from test_recording_replay import cluster, enforcing, namesrv_addr, session  # noqa: F401
+from test_recording_replay import cluster, enforcing, fresh, namesrv_addr, session  # noqa: F401
 from twisted.internet import defer, reactor, task
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 from twisted.internet.protocol import Protocol
@@ -23,6 +23,20 @@ from rocketmq_emu.broker.remoting.codes import RequestCode
 from rocketmq_emu.client.testing_tools import free_port
 
 
+async def through_proxy(path, upstream: str, tls=None) -> tuple:
+    """The project's client session recorded at ``path`` through a proxy in front of
+    ``upstream``; (path, the stopped proxy)."""
+    recorder = Recorder(str(path))
+    proxy = RecordingProxy(reactor, upstream, recorder=recorder, tls=tls)
+    proxy.start()
+    try:
+        await session(proxy.namesrv)
+    finally:
+        await proxy.stop()
+        recorder.close()
+    return path, proxy
+
+
 @pytest_twisted.async_yield_fixture
 async def upstream(tmp_path):
     """The 'real' broker: an emulator with its name server."""
@@ -32,26 +46,10 @@ async def upstream(tmp_path):
     await c.stop()
 
 
-@pytest_twisted.async_yield_fixture
-async def fresh(tmp_path):
-    c = cluster(tmp_path / "fresh")
-    await c.start()
-    yield c
-    await c.stop()
-
-
 @pytest_twisted.ensureDeferred
 async def test_a_session_through_the_proxy_replays_against_a_fresh_emulator(
-        tmp_path, upstream, fresh):
-    path = tmp_path / "proxied.rec"
-    recorder = Recorder(str(path))
-    proxy = RecordingProxy(reactor, namesrv_addr(upstream), recorder=recorder)
-    proxy.start()
-    try:
-        await session(proxy.namesrv)
-    finally:
-        await proxy.stop()
-        recorder.close()
+        tmp_path, upstream, fresh):  # noqa: F811 - the imported fixture
+    path, proxy = await through_proxy(tmp_path / "proxied.rec", namesrv_addr(upstream))
     plan = build_plan(path.read_bytes())
     assert plan.damage is None and len(plan.compared) >= 10
     # The client saw the proxy's broker port, and its broker traffic went through it.
@@ -103,16 +101,8 @@ async def test_upstream_tls_relays_a_plain_client_to_an_enforcing_upstream(
     speaks plain remoting to the proxy, and the recording replays against a plain emulator."""
     from rocketmq_emu.broker.tls.context import InsecureClientCreator
 
-    path = tmp_path / "tls.rec"
-    recorder = Recorder(str(path))
-    proxy = RecordingProxy(reactor, namesrv_addr(enforcing), recorder=recorder,
-                           tls=InsecureClientCreator())
-    proxy.start()
-    try:
-        await session(proxy.namesrv)
-    finally:
-        await proxy.stop()
-        recorder.close()
+    path, _ = await through_proxy(tmp_path / "tls.rec", namesrv_addr(enforcing),
+                                  tls=InsecureClientCreator())
     result = await replay(reactor, build_plan(path.read_bytes()), namesrv_addr(fresh))
     blocks = "\n".join(line for o in result.outcomes if not o.matched for line in describe(o))
     assert result.differed == 0 and result.matched >= 10, blocks

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 import pytest_twisted
@@ -73,18 +74,22 @@ async def session(ns: str) -> None:
     await consumer.shutdown()
 
 
-@pytest_twisted.async_fixture(scope="module")
-async def recorded(tmp_path_factory):
-    """The recording of :func:`session` against a recorded emulator."""
-    tmp = tmp_path_factory.mktemp("replay")
-    path = tmp / "session.rec"
-    c = cluster(tmp / "recorded", record=str(path))
+async def record(tmp, name: str, client_session) -> Path:
+    """``tmp/<name>.rec``: ``client_session(namesrv)`` recorded against a fresh emulator."""
+    path = tmp / f"{name}.rec"
+    c = cluster(tmp / f"{name}-recorded", record=str(path))
     await c.start()
     try:
-        await session(namesrv_addr(c))
+        await client_session(namesrv_addr(c))
     finally:
         await c.stop()
     return path
+
+
+@pytest_twisted.async_fixture(scope="module")
+async def recorded(tmp_path_factory):
+    """The recording of :func:`session` against a recorded emulator."""
+    return await record(tmp_path_factory.mktemp("replay"), "session", session)
 
 
 @pytest_twisted.async_yield_fixture
@@ -389,13 +394,7 @@ async def test_a_route_the_target_knew_sooner_is_timing_not_a_difference(tmp_pat
     """Replayed against a broker that already has the topic (as a real broker that registered
     it with its name server sooner): the first route query differs, the session's last agrees,
     so it is timing and the replay passes (0 differed)."""
-    path = tmp_path / "route.rec"
-    c = cluster(tmp_path / "route-recorded", record=str(path))
-    await c.start()
-    try:
-        await route_session(namesrv_addr(c))
-    finally:
-        await c.stop()
+    path = await record(tmp_path, "route", route_session)
     plan = build_plan(path.read_bytes())
     routes = [ex for ex in plan.compared if ex.request.code == RequestCode.GET_ROUTEINFO_BY_TOPIC
               and ex.request.ext_fields.get("topic") == ROUTE_TOPIC]
@@ -471,13 +470,7 @@ async def test_pulls_around_a_oneway_send_that_overtook_are_timing(tmp_path, fre
     then the message); the replay's target saw them in order (the message, then nothing). The
     consumer received the same message over the session: both pulls are timing, 0 differed,
     and the CLI exits 0."""
-    path = tmp_path / "oneway.rec"
-    c = cluster(tmp_path / "oneway-recorded", record=str(path))
-    await c.start()
-    try:
-        await oneway_session(namesrv_addr(c))
-    finally:
-        await c.stop()
+    path = await record(tmp_path, "oneway", oneway_session)
     path.write_bytes(overtaken(path.read_bytes()))
     out, err, code = await rmq_emu("replay", str(path), "--namesrv", namesrv_addr(fresh))
     plan = build_plan(path.read_bytes())

@@ -16,11 +16,11 @@ import sys
 import time
 
 from interop_support import ROOT, ClientLauncher, start_emulator, stop_emulator, unique
+from test_replay_pypi_rocketmq import cpp_send_then_pull, replays_all_matched
 
 from rocketmq_emu.broker.recording.plan import build_plan
 from rocketmq_emu.broker.remoting.codes import RequestCode
 
-COUNT = 4
 PROXY_LINE = re.compile(r"^rmq-emu: proxy name server (\S+:\d+) relays to ")
 
 
@@ -56,13 +56,7 @@ def test_cpp_session_recorded_through_the_proxy_replays_against_a_fresh_emulator
                               pypi_rocketmq, None)
     topic = unique("ProxyCpp")
     try:
-        producer = launcher.run_python(
-            "py_producer.py", "--topic", topic, "--mode", "sync", "--count", str(COUNT),
-            "--group", "PID_proxy")
-        assert len(producer.events("sent")) == COUNT, producer.diagnostics()
-        consumer = launcher.run_python("py_pull_consumer.py", "--topic", topic, "--group",
-                                       "CID_proxy", "--expect", str(COUNT))
-        assert len(consumer.events("msg")) == COUNT, consumer.diagnostics()
+        cpp_send_then_pull(launcher, topic, "proxy")
     finally:
         launcher.close()
         proxy.send_signal(signal.SIGTERM)
@@ -74,14 +68,4 @@ def test_cpp_session_recorded_through_the_proxy_replays_against_a_fresh_emulator
                                                           RequestCode.SEND_MESSAGE_V2}
     assert {e.request.language for e in plan.exchanges} == {"CPP"}
     assert len({e.port for e in plan.exchanges}) >= 2  # the name server's and a broker's
-    fresh = start_emulator(tmp_path / "fresh-emu")
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "rocketmq_emu.broker.cli", "replay", str(path),
-             "--namesrv", fresh.namesrv], capture_output=True, text=True, timeout=300)
-    finally:
-        stop_emulator(fresh)
-    n = len(plan.compared)
-    assert done.stdout.splitlines()[-1] == \
-        f"replayed {n} requests: {n} matched, 0 timing, 0 differed", done.stdout + done.stderr
-    assert done.returncode == 0
+    replays_all_matched(path, len(plan.compared), tmp_path / "fresh-emu")

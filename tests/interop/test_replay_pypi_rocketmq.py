@@ -20,6 +20,18 @@ from rocketmq_emu.broker.remoting.codes import RequestCode
 COUNT = 4
 
 
+def cpp_send_then_pull(launcher: ClientLauncher, topic: str, name: str) -> None:
+    """The C++ client's session: COUNT sync sends (the topic auto-created), then a pull
+    consumer reading them (groups PID_<name> and CID_<name>)."""
+    producer = launcher.run_python(
+        "py_producer.py", "--topic", topic, "--mode", "sync", "--count", str(COUNT),
+        "--group", f"PID_{name}")
+    assert len(producer.events("sent")) == COUNT, producer.diagnostics()
+    consumer = launcher.run_python("py_pull_consumer.py", "--topic", topic, "--group",
+                                   f"CID_{name}", "--expect", str(COUNT))
+    assert len(consumer.events("msg")) == COUNT, consumer.diagnostics()
+
+
 def test_recorded_cpp_session_replays_against_a_fresh_emulator(tmp_path, pypi_rocketmq):
     """Every answer of the replay has the recorded shape: ``0 differed``, exit status 0."""
     path = tmp_path / "cpp.rec"
@@ -29,13 +41,7 @@ def test_recorded_cpp_session_replays_against_a_fresh_emulator(tmp_path, pypi_ro
     launcher = ClientLauncher(tmp_path, recorded, pypi_rocketmq, None)
     topic = unique("ReplayCpp")
     try:
-        producer = launcher.run_python(
-            "py_producer.py", "--topic", topic, "--mode", "sync", "--count", str(COUNT),
-            "--group", "PID_replay")
-        assert len(producer.events("sent")) == COUNT, producer.diagnostics()
-        consumer = launcher.run_python("py_pull_consumer.py", "--topic", topic, "--group",
-                                       "CID_replay", "--expect", str(COUNT))
-        assert len(consumer.events("msg")) == COUNT, consumer.diagnostics()
+        cpp_send_then_pull(launcher, topic, "replay")
     finally:
         launcher.close()
         stop_emulator(recorded)
@@ -44,14 +50,19 @@ def test_recorded_cpp_session_replays_against_a_fresh_emulator(tmp_path, pypi_ro
     assert {RequestCode.SEND_MESSAGE_V2, RequestCode.PULL_MESSAGE} <= codes \
         or {RequestCode.SEND_MESSAGE, RequestCode.PULL_MESSAGE} <= codes
     assert {e.request.language for e in plan.exchanges} == {"CPP"}
-    fresh = start_emulator(tmp_path / "fresh-emu")
+    replays_all_matched(path, len(plan.compared), tmp_path / "fresh-emu")
+
+
+def replays_all_matched(path, n: int, store_dir) -> None:
+    """``rmq-emu replay`` of ``path`` against a fresh emulator in ``store_dir``: all ``n``
+    compared requests matched, exit status 0."""
+    fresh = start_emulator(store_dir)
     try:
         done = subprocess.run(
             [sys.executable, "-m", "rocketmq_emu.broker.cli", "replay", str(path),
              "--namesrv", fresh.namesrv], capture_output=True, text=True, timeout=300)
     finally:
         stop_emulator(fresh)
-    n = len(plan.compared)
-    assert done.stdout.splitlines()[-1] == f"replayed {n} requests: {n} matched, 0 timing, 0 differed", \
-        done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == \
+        f"replayed {n} requests: {n} matched, 0 timing, 0 differed", done.stdout + done.stderr
     assert done.returncode == 0
