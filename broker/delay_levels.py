@@ -82,7 +82,12 @@ class DelayLevels:
 
 def delay_level_of(record: MessageRecord) -> int:
     """The DELAY property as an int (0 when absent or unparsable, as Java's getDelayTimeLevel)."""
-    raw = record.properties.get(PROPERTY_DELAY_TIME_LEVEL)
+    return delay_level_in(record.properties)
+
+
+def delay_level_in(properties: dict[str, str]) -> int:
+    """:func:`delay_level_of` for a properties map (a batch's header properties)."""
+    raw = properties.get(PROPERTY_DELAY_TIME_LEVEL)
     try:
         return int(raw) if raw else 0
     except ValueError:

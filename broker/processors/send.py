@@ -29,9 +29,9 @@ from typing import Any
 from rocketmq_emu.broker.commitlog.encoder import props_string
 from rocketmq_emu.broker.commitlog.record import MessageRecord
 from rocketmq_emu.broker.commitlog.results import PutMessageStatus
+from rocketmq_emu.broker.delay_levels import delay_level_in
 from rocketmq_emu.broker.message import (
     PROPERTY_CLUSTER,
-    PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
     PROPERTY_TRANSACTION_PREPARED,
@@ -356,7 +356,7 @@ class SendMessageProcessor:
         batch_str = properties_to_string(batch_props)
         sys_flag = self._sys_flag(header, tc)
         if sys_flag & TRANSACTION_TYPE_MASK != TRANSACTION_NOT_TYPE \
-                or _delay_level(batch_props) > 0:
+                or delay_level_in(batch_props) > 0:
             # CommitLog.asyncPutMessages: a batch is neither a transaction nor delayed.
             code, remark, _ = put_status_response("MESSAGE_ILLEGAL", self.max_message_size)
             return cmd.response(code, remark, ext)
@@ -503,14 +503,6 @@ class SendMessageProcessor:
         # The retry carries WAIT=false: CommitLog.submitFlushRequest does not wait for the flush
         # (SYNC_FLUSH or not), it answers as soon as the message is stored.
         return answer(result.status)
-
-
-def _delay_level(properties: dict[str, str]) -> int:
-    """``Message.getDelayTimeLevel``: DELAY as a number, 0 when absent (or not a number)."""
-    try:
-        return int(properties.get(PROPERTY_DELAY_TIME_LEVEL, "0"))
-    except ValueError:
-        return 0
 
 
 def waits_for_store(properties: dict[str, str]) -> bool:
