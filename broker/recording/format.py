@@ -117,17 +117,33 @@ def read_entries(data: bytes) -> Iterator[Entry]:
         number += 1
 
 
-def frames(entries: Iterator[Entry]) -> Iterator[tuple[Entry, bytes]]:
-    """The whole remoting frames (length prefix included) of each connection and direction, in
-    the order they completed; with each, the entry whose bytes completed it."""
-    buffers: dict[tuple[int, int], bytearray] = {}
-    for entry in entries:
-        buf = buffers.setdefault((entry.connection, entry.direction), bytearray())
-        buf += entry.payload
+class FrameSplitter:
+    """Whole remoting frames (length prefix included) out of a byte stream cut anywhere."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        """The frames ``data`` completes, in order."""
+        buf = self._buf
+        buf += data
         while len(buf) >= FRAME_LENGTH.size:
             (length,) = FRAME_LENGTH.unpack_from(buf, 0)
             end = FRAME_LENGTH.size + length
             if len(buf) < end:
-                break
-            yield entry, bytes(buf[:end])
+                return
+            frame = bytes(buf[:end])
             del buf[:end]
+            yield frame
+
+
+def frames(entries: Iterator[Entry]) -> Iterator[tuple[Entry, bytes]]:
+    """The whole remoting frames (length prefix included) of each connection and direction, in
+    the order they completed; with each, the entry whose bytes completed it."""
+    streams: dict[tuple[int, int], FrameSplitter] = {}
+    for entry in entries:
+        splitter = streams.get((entry.connection, entry.direction))
+        if splitter is None:
+            splitter = streams[(entry.connection, entry.direction)] = FrameSplitter()
+        for frame in splitter.feed(entry.payload):
+            yield entry, frame

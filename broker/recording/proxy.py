@@ -24,15 +24,14 @@ from typing import Any
 from twisted.internet import defer
 from twisted.internet.protocol import Factory, Protocol
 
+from rocketmq_emu.broker.recording.format import FrameSplitter
 from rocketmq_emu.broker.recording.plan import VIP_PORT_OFFSET
-from rocketmq_emu.broker.recording.proxy_frames import ROUTE_CODES, FrameSplitter, rewritten
+from rocketmq_emu.broker.recording.proxy_frames import ROUTE_CODES, rewritten
+from rocketmq_emu.broker.remoting.codes import FLAG_ONEWAY, FLAG_RESPONSE
 from rocketmq_emu.broker.remoting.command import RemotingCommand, RemotingCommandError
 from rocketmq_emu.broker.remoting.listen import listen_broker_ports
 
 log = logging.getLogger(__name__)
-
-_FLAG_RESPONSE = 0x1
-_FLAG_ONEWAY = 0x2
 
 
 class RecordingProxy:
@@ -146,7 +145,7 @@ class RelayProtocol(Protocol):
                 cmd = RemotingCommand.decode(frame)
             except RemotingCommandError:
                 continue  # relayed as is: the upstream answers it as it would
-            if cmd.code in ROUTE_CODES and not cmd.flag & (_FLAG_RESPONSE | _FLAG_ONEWAY):
+            if cmd.code in ROUTE_CODES and not cmd.flag & (FLAG_RESPONSE | FLAG_ONEWAY):
                 self.route_opaques.add(cmd.opaque)
         if self.upstream_side is not None:
             self.upstream_side.transport.write(data)
@@ -160,7 +159,7 @@ class RelayProtocol(Protocol):
                 cmd = RemotingCommand.decode(frame)
             except RemotingCommandError:
                 cmd = None
-            if cmd is not None and cmd.flag & _FLAG_RESPONSE and cmd.opaque in self.route_opaques:
+            if cmd is not None and cmd.flag & FLAG_RESPONSE and cmd.opaque in self.route_opaques:
                 self.route_opaques.discard(cmd.opaque)
                 frame = rewritten(frame, self.proxy.broker_address)
         self.transport.write(frame)

@@ -12,36 +12,16 @@ where it stands in the body (a JSON string, wherever it occurs: ``brokerAddrs``,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from rocketmq_emu.broker.recording.plan import broker_addresses
 from rocketmq_emu.broker.remoting.codes import RequestCode
-from rocketmq_emu.broker.remoting.command import FRAME_LENGTH, RemotingCommand
+from rocketmq_emu.broker.remoting.command import RemotingCommand
 
-__all__ = ["ROUTE_CODES", "FrameSplitter", "rewrite_addresses", "rewritten"]
+__all__ = ["ROUTE_CODES", "rewrite_addresses", "rewritten"]
 
 #: Requests whose successful answer names broker addresses.
 ROUTE_CODES = frozenset({RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO})
-
-
-class FrameSplitter:
-    """Whole frames (length prefix included) out of a byte stream cut anywhere."""
-
-    def __init__(self) -> None:
-        self._buf = bytearray()
-
-    def feed(self, data: bytes) -> Iterator[bytes]:
-        """The frames ``data`` completes, in order."""
-        buf = self._buf
-        buf += data
-        while len(buf) >= FRAME_LENGTH.size:
-            (length,) = FRAME_LENGTH.unpack_from(buf, 0)
-            end = FRAME_LENGTH.size + length
-            if len(buf) < end:
-                return
-            frame = bytes(buf[:end])
-            del buf[:end]
-            yield frame
 
 
 def rewritten(frame: bytes, to_proxy: Callable[[str], str]) -> bytes:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rocketmq_emu.broker.recording.format import FrameSplitter
 from rocketmq_emu.broker.recording.plan import broker_addresses
-from rocketmq_emu.broker.recording.proxy_frames import FrameSplitter, rewrite_addresses, rewritten
+from rocketmq_emu.broker.recording.proxy_frames import rewrite_addresses, rewritten
 from rocketmq_emu.broker.remoting.codes import SERIALIZE_ROCKETMQ
 from rocketmq_emu.broker.remoting.command import RemotingCommand
 
