@@ -161,8 +161,8 @@ class H2ServerConnection(Guard, Sender):
         #: one costs more to decode), or 32 PING/SETTINGS frames (each queues an ACK) per block.
         #: A read packed with them (Rapid Reset, HPACK bombs, floods) is served in slices, with
         #: the owner's other connections served in between.
-        self._blocks_per_read = blocks_per_read * _BLOCK_COST if blocks_per_read else 1 << 62
-        self._blocks_left = self._blocks_per_read
+        self._turn_units = blocks_per_read * _BLOCK_COST if blocks_per_read else 1 << 62
+        self._units_left = self._turn_units
         #: True when the last :meth:`receive` stopped at ``blocks_per_read`` with frames left.
         self.input_pending = False
         self._decoder = HeaderDecoder(max_header_list_size)
@@ -196,7 +196,7 @@ class H2ServerConnection(Guard, Sender):
         if self.error is not None:
             return
         self.input_pending = False
-        self._blocks_left = self._blocks_per_read
+        self._units_left = self._turn_units
         if self._buffer:
             data = self._buffer + data
             self._buffer = b""
@@ -247,7 +247,7 @@ class H2ServerConnection(Guard, Sender):
                 handlers[kind](flags, stream_id & STREAM_ID_MASK, data[start:stop])
             if self.error is not None:
                 return
-            if self._blocks_left <= 0:
+            if self._units_left <= 0:
                 self.input_pending = end - at >= FRAME_HEADER_SIZE
                 break
         if at < end:
@@ -325,7 +325,7 @@ class H2ServerConnection(Guard, Sender):
             self._header_block(stream_id, pending[1], b"".join(parts))
 
     def _header_block(self, stream_id: int, flags: int, block: bytes) -> None:
-        self._blocks_left -= _BLOCK_COST + (len(block) >> 3)  # a large block costs more to decode
+        self._units_left -= _BLOCK_COST + (len(block) >> 3)  # a large block costs more to decode
         headers = self._decode(block)  # always: the decoder's table must follow every block (4.3)
         end = bool(flags & END_STREAM)
         stream = self.streams.get(stream_id)
@@ -425,7 +425,7 @@ class H2ServerConnection(Guard, Sender):
                 self.encoder.header_table_size = value
             elif identifier == Setting.ENABLE_PUSH and value > 1:
                 raise _Fatal(ErrorCode.PROTOCOL_ERROR, f"ENABLE_PUSH {value} (6.5.2)")
-        self._blocks_left -= _ACK_COST
+        self._units_left -= _ACK_COST
         self._out.append(_SETTINGS_ACK)  # 6.5.3
         if self._budgets.paused:
             self._ack_queued()
@@ -442,7 +442,7 @@ class H2ServerConnection(Guard, Sender):
         if stream_id:
             raise _Fatal(ErrorCode.PROTOCOL_ERROR, "PING on a stream (6.7)")
         if not flags & ACK:
-            self._blocks_left -= _ACK_COST
+            self._units_left -= _ACK_COST
             self._out.append(frame(FrameType.PING, ACK, 0, payload))
             if self._budgets.paused:
                 self._ack_queued()
