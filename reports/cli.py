@@ -14,15 +14,14 @@ store (:func:`rocketmq_emu.reports.stores.resolve`) is one ``rmq-emu: error:`` l
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.util
 import logging
+import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 from rocketmq_emu.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
 
-REPORTS = ("traffic", "delays", "consumers", "retries")  # reports.jobs.REPORTS (light here)
+REPORTS = ("traffic", "delays", "consumers", "retries")  # reports.runner.REPORTS (light here)
 #: What the ``[reports]`` extra installs (setup.cfg); ``report`` checks for them before anything.
 EXTRA_PACKAGES = ("pyspark", "pandas", "pyarrow", "numpy", "matplotlib")
 INSTALL_HINT = "pip install 'rocketmq-emu[reports]'"
@@ -44,9 +43,12 @@ def missing_packages() -> list[str]:
 
 def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the report arguments to ``parser``."""
-    parser.add_argument("name", choices=(*REPORTS, "all"), help="which report (or all)")
     parser.add_argument(
-        "--store", required=True, action="append", metavar="[NAME=]DIR",
+        "name", choices=(*REPORTS, "all", "serve"),
+        help="which report (or all); serve: run the report service, which keeps one Spark "
+             "session warm for the reports that follow")
+    parser.add_argument(
+        "--store", action="append", metavar="[NAME=]DIR",
         help="a broker's store root (holds commitlog/); repeat for each broker of a cluster, "
              "or give a directory holding one store per broker; NAME= names the broker when "
              "its store's config/topics.json does not")
@@ -57,6 +59,22 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="a Spark Connect server instead of a master (its Python workers need "
              "rocketmq-emu installed, the client pyspark's connect extra)")
     parser.add_argument("--out", default="reports-out", help="output directory")
+    parser.add_argument(
+        "--server", default=None, metavar="URL",
+        help="run the report in the report service at URL (http://HOST:PORT); default: "
+             "$RMQ_EMU_REPORT_SERVER, else a service on this machine if one runs, else here")
+    parser.add_argument("--local", action="store_true",
+                        help="run here even when a report service runs")
+    serve = parser.add_argument_group("serve")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="serve: the address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=0,
+                       help="serve: the port to listen on (default: any free one; the state "
+                            "file says which)")
+    serve.add_argument("--state-file", default=None, metavar="FILE",
+                       help="serve: where to say that the service runs (default: "
+                            "$RMQ_EMU_REPORT_STATE, else under $XDG_RUNTIME_DIR or "
+                            "~/.cache/rocketmq-emu); reports on this machine find it there")
     parser.add_argument(
         "--delay-levels", default=DEFAULT_MESSAGE_DELAY_LEVEL,
         help="the broker's messageDelayLevel (delays report)",
@@ -77,13 +95,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     """Run the report(s) named in ``args``; print where each was written. ``all`` also writes
-    ``index.html`` in the output directory, linking the four pages. Without the ``[reports]``
-    extra: one line saying what to install, exit status 1."""
-    missing = missing_packages()
-    if missing:
-        print(f"rmq-emu report: needs {', '.join(missing)} (not installed): {INSTALL_HINT}",
-              file=sys.stderr)
-        return 1
+    ``index.html`` in the output directory, linking the four pages. ``serve`` runs the report
+    service instead (:mod:`rocketmq_emu.reports.service`).
+
+    A report runs in a running report service when one is found
+    (:func:`rocketmq_emu.reports.service_client.find_service`: ``--server``, the
+    ``RMQ_EMU_REPORT_SERVER`` variable, or the state file a local service writes), else in
+    this process. Without the ``[reports]`` extra and no service: one line saying what to
+    install, exit status 1."""
+    if args.name == "serve":
+        return _serve(args)
+    if not args.store:
+        print("rmq-emu: error: report: --store is required", file=sys.stderr)
+        return 2
+    from rocketmq_emu.reports.service_client import ServiceError, find_service, store_args
     from rocketmq_emu.reports.stores import StoreError, resolve
 
     try:
@@ -92,53 +117,52 @@ def main(args: argparse.Namespace) -> int:
         # Before pyspark is imported: a wrong --store costs no Spark start.
         print(f"rmq-emu: error: {exc}", file=sys.stderr)
         return 2
+    try:
+        # --master and --remote say where to run: in this process, not in a service.
+        service = None if args.remote or args.master or args.local else find_service(
+            args.server)
+    except ServiceError as exc:
+        print(f"rmq-emu: error: {exc}", file=sys.stderr)
+        return 2
+    if service is not None:
+        from rocketmq_emu.reports.service_client import run_remote
+
+        return run_remote(service, args.name, store_args(args.store),
+                          os.path.abspath(args.out), args.delay_levels)
+    missing = missing_packages()
+    if missing:
+        print(f"rmq-emu report: needs {', '.join(missing)} (not installed): {INSTALL_HINT}",
+              file=sys.stderr)
+        return 1
     from pyspark.sql import SparkSession
 
-    from rocketmq_emu.reports.inputs import Inputs
-    from rocketmq_emu.reports.output import write_index, write_report
-    from rocketmq_emu.reports.report import Progress
+    from rocketmq_emu.reports.runner import run_reports
     from rocketmq_emu.reports.session import get_session
 
-    names = REPORTS if args.name == "all" else (args.name,)
     # A session already running in this process (tests, notebooks) is used and left running.
     owned = SparkSession.getActiveSession() is None
     spark = get_session(args.master, remote=args.remote, quick=is_small(stores))
-    # After the session: the jobs build Spark columns when imported.
-    jobs = [importlib.import_module(f"rocketmq_emu.reports.jobs.{name}") for name in names]
-    # ``all``: one scan decoding the columns of every report, kept for all four.
-    shared = {c for job in jobs for c in getattr(job, "COLUMNS", ())} if len(jobs) > 1 else None
-    inputs = Inputs(spark, stores, shared)
     if len(stores) > 1:
         print("stores: " + ", ".join(f"{s.broker_name}={s.path}" for s in stores))
-    written = []
-
-    def compute(name: str, job) -> tuple:
-        progress = Progress(name, job.STAGES + 1)
-        return progress, job.run(spark, inputs, progress, delay_levels=args.delay_levels)
-
     try:
-        if len(jobs) > 1:
-            # The scan first, then the reports side by side: their many small Spark jobs are
-            # mostly driver-side planning, which one report alone leaves the cores idle for.
-            with Progress("all", 1).stage(f"scan commitlog once ({len(shared)} columns)"):
-                inputs.materialize()
-            with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-                results = list(pool.map(compute, names, jobs))
-        else:
-            results = [compute(names[0], jobs[0])]
-        # Written one after the other, in order (matplotlib's pyplot is not thread-safe).
-        for name, (progress, report) in zip(names, results, strict=True):
-            with progress.stage("write Parquet, CSV, PNG and HTML"):
-                page = write_report(report, args.out)
-            written.append((report, page))
+        for name, page in run_reports(spark, stores, args.name, args.out, args.delay_levels):
             print(f"{name}: {page}")
-        if args.name == "all":
-            print(f"all: {write_index(written, args.out)}")
     finally:
-        inputs.release()
         if owned:
             spark.stop()
     return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """``rmq-emu report serve``: needs the extra like a report does."""
+    missing = missing_packages()
+    if missing:
+        print(f"rmq-emu report: needs {', '.join(missing)} (not installed): {INSTALL_HINT}",
+              file=sys.stderr)
+        return 1
+    from rocketmq_emu.reports.service import serve
+
+    return serve(args)
 
 
 def is_small(stores: list) -> bool:

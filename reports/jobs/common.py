@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -19,11 +21,27 @@ def store_ms(col: str = "storeTimestamp"):
     return F.unix_millis(F.col(col))
 
 
-def to_pandas(df: DataFrame) -> pd.DataFrame:
-    """Collect a (small, aggregated) result. A Spark Connect result carries the query's
-    metrics in ``attrs``, which Parquet output cannot encode: they are dropped."""
+def to_pandas(df: DataFrame, order: Sequence[str] = (), nulls_last: Sequence[str] = (),
+              ) -> pd.DataFrame:
+    """Collect a (small, aggregated) result, sorted by ``order`` here rather than in Spark.
+
+    A Spark ``orderBy`` before a collect costs a sampling job (its range partitioner) and a
+    sort stage: about 3x the query of a small aggregation on a warm session (0.25 against
+    0.08 s measured here). ``-name`` sorts descending; nulls sort first ascending and last
+    descending, as Spark's ``asc``/``desc``, except the columns in ``nulls_last``. A Spark
+    Connect result carries the query's metrics in ``attrs``, which Parquet output cannot
+    encode: they are dropped."""
     frame = df.toPandas()
     frame.attrs.clear()
+    if order and not frame.empty:
+        # One stable sort per key, least significant first: each key its own null placement.
+        for key in reversed(order):
+            name = key.lstrip("-")
+            descending = key.startswith("-")
+            last = descending or name in nulls_last
+            frame = frame.sort_values(name, ascending=not descending, kind="stable",
+                                      na_position="last" if last else "first")
+        frame = frame.reset_index(drop=True)
     return frame
 
 

@@ -96,18 +96,16 @@ def run(
             .withColumn("deliverDay", F.to_date(F.timestamp_millis(F.col("deliverMs"))))
             .persist(StorageLevel.MEMORY_AND_DISK)
         )
-        detail = to_pandas(joined.orderBy("deliverMs", BROKER, "physicalOffset"))
+        detail = to_pandas(joined, order=("deliverMs", BROKER, "physicalOffset"))
     with progress.stage("lateness percentiles per level and per day"):
         aggs = [F.count("*").alias("scheduled"), *_LATENESS_AGGS]
         by_level = to_pandas(
             by_broker(joined, ["kind", "level"], aggs, several)
-            .withColumn("pending", F.col("scheduled") - F.col("delivered"))
-            .orderBy(F.col("level").asc_nulls_last(), "kind", BROKER)
-        )
+            .withColumn("pending", F.col("scheduled") - F.col("delivered")),
+            order=("level", "kind", BROKER), nulls_last=("level",))
         by_day = to_pandas(
-            by_broker(joined, ["deliverDay", "kind", "level"], aggs, several)
-            .orderBy("deliverDay", F.col("level").asc_nulls_last(), "kind", BROKER)
-        )
+            by_broker(joined, ["deliverDay", "kind", "level"], aggs, several),
+            order=("deliverDay", "level", "kind", BROKER), nulls_last=("level",))
     for table in (detail, by_level, by_day):
         table["level"] = table["level"].astype("Int64")
     with progress.stage("pending messages"):

@@ -111,9 +111,8 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
                 F.count(F.when(is_retry & F.col("popRetry"), 1)).alias("popRetries"),
                 *[F.count(F.when(F.col("kind") == f"revive:{tag}", 1)).alias(column)
                   for tag, column in pop.REVIVE_TAGS.items()],
-            ], several)
-            .orderBy("group", "originalTopic", BROKER)
-        )
+            ], several),
+            order=("group", "originalTopic", BROKER))
     with progress.stage("messages in the DLQ"):
         dlq = to_pandas(
             rel.where(F.col("kind") == "dlq")
@@ -122,9 +121,8 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
                 F.col("properties")[PROPERTY_ORIGIN_MESSAGE_ID].alias("originMessageId"),
                 "offsetMsgId", "tags", F.array_join("keys", " ").alias("keys"),
                 "reconsumeTimes", "bornTimestamp", "storeTimestamp", "bodyLength",
-            )
-            .orderBy("group", "storeTimestamp", BROKER, "offsetMsgId")
-        )
+            ),
+            order=("group", "storeTimestamp", BROKER, "offsetMsgId"))
     both.unpersist()
     inputs.release(df)
     with progress.stage("charts"):

@@ -30,11 +30,10 @@ COLUMNS = ["topic", "storeTimestamp", "totalSize", "bodyLength", "bornHost"]
 
 
 def _per_period(good, unit: str, several: bool):
-    return (
+    return to_pandas(
         by_broker(good, ["topic", F.date_trunc(unit, "storeTimestamp").alias(unit)],
-                  [F.count("*").alias("messages"), F.sum("totalSize").alias("bytes")], several)
-        .orderBy(unit, "topic", BROKER)
-    )
+                  [F.count("*").alias("messages"), F.sum("totalSize").alias("bytes")], several),
+        order=(unit, "topic", BROKER))
 
 
 def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = None,
@@ -57,17 +56,16 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
                 F.sum("bodyLength").alias("bodyBytes"),
                 F.min("storeTimestamp").alias("firstStored"),
                 F.max("storeTimestamp").alias("lastStored"),
-            ], several)
-            .orderBy(F.desc("messages"), "topic", BROKER)
-        )
+            ], several),
+            order=("-messages", "topic", BROKER))
         revive_rows = per_topic["topic"].map(is_revive_topic).astype(bool)
         revive = (per_topic[revive_rows].drop(columns=["bodyBytes"])
                   .rename(columns={"messages": "records"}).sort_values(["topic", BROKER])
                   .reset_index(drop=True))
         per_topic = per_topic[~revive_rows].reset_index(drop=True)
     with progress.stage("per topic per minute and per hour"):
-        per_minute = to_pandas(_per_period(user, "minute", several))
-        per_hour = to_pandas(_per_period(user, "hour", several))
+        per_minute = _per_period(user, "minute", several)
+        per_hour = _per_period(user, "hour", several)
     with progress.stage("top producers (born host)"):
         ip = F.regexp_replace(F.regexp_extract("bornHost", r"^(.*):\d+$", 1), r"[\[\]]", "")
         producers = to_pandas(
@@ -85,9 +83,8 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
         )
         sizes = to_pandas(
             by_broker(user, [bucket.alias("bodyBytesUpTo")], [F.count("*").alias("messages")],
-                      several)
-            .orderBy("bodyBytesUpTo", BROKER)
-        )
+                      several),
+            order=("bodyBytesUpTo", BROKER))
     inputs.release(df)
     with progress.stage("charts"):
         report.tables = {
