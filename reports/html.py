@@ -16,7 +16,18 @@ table{border-collapse:collapse;font-size:12px;margin-bottom:1.5em}
 td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}
 th{background:#eee} img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 .note{color:#666;font-size:12px}
+figure{display:inline-block;margin:0 1em 1em 0;vertical-align:top}
+figcaption{font-size:12px;color:#444}
+.thumbs img{width:360px}
 """
+
+
+def _csv_link(table: str, prefix: str = "") -> str:
+    """The link to the CSV a chart is drawn from (nothing when it names none)."""
+    if not table:
+        return ""
+    esc = _html.escape
+    return f" &middot; data: <a href='{esc(prefix + table)}.csv'>{esc(table)}.csv</a>"
 
 
 def render(report: Report, images: dict[str, str]) -> str:
@@ -29,12 +40,16 @@ def render(report: Report, images: dict[str, str]) -> str:
         f"<h1>{esc(report.title)}</h1>",
         f"<p class='note'>store {esc(report.store)} &middot; generated {now}</p>",
     ]
+    if report.description:
+        parts.append(f"<p>{esc(report.description)}</p>")
     if report.summary:
         parts.append("<ul>" + "".join(f"<li>{esc(s)}</li>" for s in report.summary) + "</ul>")
     for chart in report.charts:
         with open(images[chart.file_name], "rb") as fh:
             data = base64.b64encode(fh.read()).decode("ascii")
-        parts.append(f"<img alt='{esc(chart.caption)}' src='data:image/png;base64,{data}'>")
+        parts.append(
+            f"<figure><img alt='{esc(chart.caption)}' src='data:image/png;base64,{data}'>"
+            f"<figcaption>{esc(chart.caption)}{_csv_link(chart.table)}</figcaption></figure>")
     for name, df in report.tables.items():
         shown = df.head(MAX_ROWS)
         more = f" (first {MAX_ROWS} of {len(df)} rows)" if len(df) > MAX_ROWS else ""
@@ -51,7 +66,8 @@ def render(report: Report, images: dict[str, str]) -> str:
 
 def render_index(pages: list[tuple[Report, str]]) -> str:
     """The index page: for each ``(report, link)`` (a URL relative to the page), its title linked
-    to its page, followed by its summary lines."""
+    to its page, the sentence saying what it shows, its summary lines and its charts, each with
+    a link to the CSV it is drawn from."""
     esc = _html.escape
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     stores = sorted({report.store for report, _ in pages})
@@ -63,7 +79,16 @@ def render_index(pages: list[tuple[Report, str]]) -> str:
     ]
     for report, link in pages:
         parts.append(f"<h2><a href='{esc(link)}'>{esc(report.title)}</a></h2>")
+        if report.description:
+            parts.append(f"<p>{esc(report.description)}</p>")
         if report.summary:
             parts.append("<ul>" + "".join(f"<li>{esc(s)}</li>" for s in report.summary) + "</ul>")
+        folder = link.rsplit("/", 1)[0] + "/" if "/" in link else ""
+        if report.charts:
+            parts.append("<div class='thumbs'>" + "".join(
+                f"<figure><a href='{esc(folder + chart.file_name)}'><img "
+                f"alt='{esc(chart.caption)}' src='{esc(folder + chart.file_name)}'></a>"
+                f"<figcaption>{esc(chart.caption)}{_csv_link(chart.table, folder)}"
+                "</figcaption></figure>" for chart in report.charts) + "</div>")
     parts.append("</body></html>")
     return "\n".join(parts)

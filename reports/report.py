@@ -18,20 +18,24 @@ import pandas as pd
 
 @dataclass
 class Chart:
-    """A PNG chart: its file name, caption and a function drawing it on a matplotlib Axes."""
+    """A PNG chart: its file name, caption, a function drawing it on a matplotlib Axes, and
+    the table (its CSV) the chart is drawn from."""
 
     file_name: str
     caption: str
     draw: Callable
+    table: str = ""
 
 
 @dataclass
 class Report:
-    """A finished report: tables by name (in display order), charts and summary lines."""
+    """A finished report: tables by name (in display order), charts and summary lines;
+    ``description`` says in one sentence what the report shows (the index page's)."""
 
     name: str
     title: str
     store: str
+    description: str = ""
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     charts: list[Chart] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)

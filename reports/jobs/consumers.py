@@ -36,9 +36,12 @@ from rocketmq_emu.reports.jobs.common import to_pandas
 from rocketmq_emu.reports.jobs.pop import pop_retry_of
 from rocketmq_emu.reports.report import Chart, Progress, Report
 from rocketmq_emu.reports.stores import from_paths
+from rocketmq_emu.reports.topics import RETRY, label, topic_kind
 
 NAME = "consumers"
 STAGES = 4
+DESCRIPTION = ("How far each consumer group has committed on each queue against the queue's "
+               "last offset: the messages it has still to consume (its lag).")
 REVIVE_COLUMNS = [BROKER, "topic", "queueId", "reviveOffset", "maxOffset"]
 OFFSET_FILE = os.path.join("config", "consumerOffset.json")
 
@@ -68,7 +71,7 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
     inputs = Inputs.of(spark, source)
     several = inputs.several
     progress = progress or Progress(NAME, STAGES)
-    report = Report(NAME, "Consumer lag", inputs.description)
+    report = Report(NAME, "Consumer lag", inputs.description, DESCRIPTION)
     with progress.stage("read consumerOffset.json"):
         offsets = read_offsets(inputs)
     with progress.stage("scan consume queues (min/max offset per queue)"):
@@ -142,13 +145,19 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
         }
         group_totals = totals(by_group, several)
         topic_totals = totals(by_topic, several)
+        # A retry topic's offsets are the group's own: "G / its retries", not "G / %RETRY%G".
         labelled = topic_totals.assign(
-            groupTopic=topic_totals["group"] + " / " + topic_totals["topic"])
+            groupTopic=topic_totals["group"] + " / " + topic_totals["topic"].map(
+                lambda t: "its retries" if topic_kind(t) == RETRY else label(t)))
         report.charts = [
-            Chart("lag_by_group.png", "Lag per consumer group (messages)",
-                  charts.bars(group_totals, "group", ["lag"], "messages")),
-            Chart("lag_by_group_topic.png", "Committed vs max offset per group and topic",
-                  charts.bars(labelled, "groupTopic", ["committed", "maxOffset", "lag"])),
+            Chart("lag_by_group.png", "Lag per consumer group",
+                  charts.bars(group_totals, "group", ["lag"], "messages behind",
+                              xlabel="consumer group"),
+                  "lag_by_group"),
+            Chart("lag_by_group_topic.png", "Committed and max offset per group and topic",
+                  charts.bars(labelled, "groupTopic", ["committed", "maxOffset", "lag"],
+                              "queue offset (messages)", xlabel="consumer group / topic"),
+                  "lag_by_group_topic"),
         ]
         report.summary = [
             f"{len(group_totals)} groups, {len(by_queue)} queues, total lag "
@@ -160,5 +169,6 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
             report.charts.append(Chart(
                 "lag_per_broker.png", "Lag per group and broker (messages)",
                 charts.grouped_bars(by_group[by_group[BROKER] != CLUSTER], "group", BROKER,
-                                    "lag", "messages")))
+                                    "lag", "messages behind", xlabel="consumer group"),
+                "lag_by_group"))
     return report

@@ -30,6 +30,8 @@ from rocketmq_emu.reports.report import Chart, Progress, Report
 
 NAME = "delays"
 STAGES = 5
+DESCRIPTION = ("How late delayed and timer messages were delivered after their due time, per "
+               "delay level and day, and which are still waiting.")
 COLUMNS = [
     "topic", "queueId", "reconsumeTimes", "storeTimestamp", "uniqKey", "realTopic",
     "realQueueId", "delayLevel", "timerDeliverTime", "physicalOffset",
@@ -54,7 +56,7 @@ def run(
     inputs = Inputs.of(spark, source)
     several = inputs.several
     progress = progress or Progress(NAME, STAGES)
-    report = Report(NAME, "Scheduled message lateness", inputs.description)
+    report = Report(NAME, "Scheduled message lateness", inputs.description, DESCRIPTION)
     levels = DelayLevels.parse(delay_levels)
     level_ms = F.create_map(
         *[x for lv in range(1, levels.max_level + 1) for x in (F.lit(lv), F.lit(levels.delay_ms(lv)))]
@@ -123,10 +125,14 @@ def run(
         }
         levels = totals(by_level, several)
         report.charts = [
-            Chart("lateness_by_level.png", "Lateness percentiles per level (ms)",
-                  charts.bars(levels, "kind", ["p50Ms", "p90Ms", "p99Ms", "maxMs"], "ms")),
-            Chart("scheduled_by_level.png", "Delivered and pending per level",
-                  charts.bars(levels, "kind", ["delivered", "pending"], "messages")),
+            Chart("lateness_by_level.png", "Lateness of delivery per delay level (percentiles)",
+                  charts.bars(levels, "kind", ["p50Ms", "p90Ms", "p99Ms", "maxMs"],
+                              "ms after the due time", xlabel="delay level (timer: any time)"),
+                  "lateness_by_level"),
+            Chart("scheduled_by_level.png", "Delivered and pending per delay level",
+                  charts.bars(levels, "kind", ["delivered", "pending"], "messages",
+                              xlabel="delay level (timer: any time)"),
+                  "lateness_by_level"),
         ]
         delivered = int(levels["delivered"].sum()) if not levels.empty else 0
         report.summary = [

@@ -36,6 +36,8 @@ from rocketmq_emu.reports.report import Chart, Progress, Report
 
 NAME = "retries"
 STAGES = 5
+DESCRIPTION = ("Which consumer groups had messages redelivered (retries) or given up "
+               "(dead letters), on which topics, and the dead-lettered messages themselves.")
 COLUMNS = [
     "topic", "retryGroup", "dlqGroup", "retryTopic", "uniqKey", "reconsumeTimes",
     "storeTimestamp", "bornTimestamp", "bodyLength", "tags", "keys", "offsetMsgId",
@@ -49,7 +51,7 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
     inputs = Inputs.of(spark, source)
     several = inputs.several
     progress = progress or Progress(NAME, STAGES)
-    report = Report(NAME, "Retries and dead letters", inputs.description)
+    report = Report(NAME, "Retries and dead letters", inputs.description, DESCRIPTION)
     with progress.stage("scan commitlog (retry, schedule and DLQ records)"):
         df = inputs.commitlog(COLUMNS)
         # One pass: keep the retry/schedule/DLQ rows and the corrupt-record rows together.
@@ -134,8 +136,10 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
         pop_groups = cluster.loc[cluster["popCheckpoints"] > 0, "group"].nunique()
         report.tables = {"retries_by_group_topic": counts, "dlq_messages": dlq}
         report.charts = [
-            Chart("retries_by_group.png", "Retries and dead letters per group",
-                  charts.bars(by_group, "group", ["retries", "dlq"], "messages")),
+            Chart("retries_by_group.png", "Retries and dead letters per consumer group",
+                  charts.bars(by_group, "group", ["retries", "dlq"], "messages",
+                              xlabel="consumer group"),
+                  "retries_by_group_topic"),
         ]
         report.summary = [
             f"{int(cluster['retries'].sum()) if not cluster.empty else 0} retries and "

@@ -1,11 +1,18 @@
-"""traffic: messages and bytes per topic per minute and hour, top producers, size distribution.
+"""traffic: messages and bytes per topic, over time, per minute and hour, top producers, size
+distribution.
 
-Every stored record counts (system topics included: a delayed message is stored twice, once in
-SCHEDULE_TOPIC_XXXX and once re-put in its real topic), except RocketMQ 5 POP's bookkeeping: the
-check point and ack records of the revive topics (``rmq_sys_REVIVE_LOG_<cluster>``) are not user
-messages, so they are left out of every table and counted apart in ``pop_revive_log`` (per
-revive topic). The copies POP revives into ``%RETRY%<group>_<topic>`` are stored messages and
-count, as 4.x retries do. Bytes are TOTALSIZE (what the record
+``per_topic`` holds the user's topics and their retry and DLQ topics (``kind`` says which,
+``group`` names the group of a retry or DLQ topic; the charts name those topics by it). The
+broker's system topics (:mod:`rocketmq_emu.reports.topics`: a delayed message is stored twice,
+once in SCHEDULE_TOPIC_XXXX and once re-put in its real topic) are counted apart, in
+``system_topics``, and left out of the charts. RocketMQ 5 POP's bookkeeping, the check point
+and ack records of the revive topics (``rmq_sys_REVIVE_LOG_<cluster>``), are not messages at
+all: they are left out of every other table and counted in ``pop_revive_log`` (per revive
+topic). The copies POP revives into ``%RETRY%<group>_<topic>`` are stored messages and count,
+as 4.x retries do. ``messages_over_time`` counts the non-system topics per bucket of a size
+that fits the data's span (:func:`rocketmq_emu.reports.charts.time_bucket`: seconds for a
+store written in a minute, days for one written over weeks). Bytes are TOTALSIZE (what the record
+occupies in the commitlog); the size distribution is over BODYLENGTH, in power-of-two buckets. Bytes are TOTALSIZE (what the record
 occupies in the commitlog); the size distribution is over BODYLENGTH, in power-of-two buckets.
 A producer is the born host's IP address. Every table has a ``brokerName`` column; with
 several brokers, rows whose ``brokerName`` is ``(cluster)`` total the whole cluster.
@@ -20,12 +27,27 @@ from rocketmq_emu.broker.pop.names import is_revive_topic
 from rocketmq_emu.reports import charts
 from rocketmq_emu.reports.inputs import BROKER, CLUSTER, Inputs, by_broker, totals
 from rocketmq_emu.reports.jobs import pop
-from rocketmq_emu.reports.jobs.common import error_notes, split_errors, to_pandas
+from rocketmq_emu.reports.jobs.common import error_notes, split_errors, store_ms, to_pandas
 from rocketmq_emu.reports.report import Chart, Progress, Report
+from rocketmq_emu.reports.topics import (
+    DLQ,
+    RETRY,
+    SYSTEM,
+    SYSTEM_TOPIC_PREFIX,
+    SYSTEM_TOPICS,
+    USER,
+    group_of,
+    label,
+    topic_kind,
+)
 
 NAME = "traffic"
 STAGES = 6
 TOP_PRODUCERS = 20
+TOP_TOPICS = 8
+DESCRIPTION = ("How many messages and bytes each topic stored, over time, from which producers "
+               "and with what body sizes; retry and DLQ topics are named by their group and the "
+               "broker's system topics are counted apart.")
 COLUMNS = ["topic", "storeTimestamp", "totalSize", "bodyLength", "bornHost"]
 
 
@@ -36,13 +58,18 @@ def _per_period(good, unit: str, several: bool):
         order=(unit, "topic", BROKER))
 
 
+def _is_system(topic: str = "topic"):
+    """True for a system topic's record (:func:`rocketmq_emu.reports.topics.topic_kind`)."""
+    return F.col(topic).isin(*sorted(SYSTEM_TOPICS)) | F.col(topic).startswith(SYSTEM_TOPIC_PREFIX)
+
+
 def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = None,
         **_: object) -> Report:
     """Compute the traffic report for ``source`` (a store path or the run's Inputs)."""
     inputs = Inputs.of(spark, source)
     several = inputs.several
     progress = progress or Progress(NAME, STAGES)
-    report = Report(NAME, "Traffic per topic", inputs.description)
+    report = Report(NAME, "Traffic per topic", inputs.description, DESCRIPTION)
     with progress.stage("scan commitlog (topic, time, sizes, born host)"):
         df = inputs.commitlog(COLUMNS)
         good, bad = split_errors(df)
@@ -63,9 +90,26 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
                   .rename(columns={"messages": "records"}).sort_values(["topic", BROKER])
                   .reset_index(drop=True))
         per_topic = per_topic[~revive_rows].reset_index(drop=True)
-    with progress.stage("per topic per minute and per hour"):
+        per_topic.insert(1, "kind", per_topic["topic"].map(topic_kind))
+        per_topic.insert(2, "group", per_topic["topic"].map(group_of))
+        system_rows = per_topic["kind"] == SYSTEM
+        system = per_topic[system_rows].drop(columns=["kind", "group"]).reset_index(drop=True)
+        per_topic = per_topic[~system_rows].reset_index(drop=True)
+    with progress.stage("per topic per minute and per hour, and over the data's span"):
         per_minute = _per_period(user, "minute", several)
         per_hour = _per_period(user, "hour", several)
+        first, last = per_topic["firstStored"].min(), per_topic["lastStored"].max()
+        span_ms = (last - first).total_seconds() * 1000 if not per_topic.empty else 0
+        bucket_seconds, bucket_name = charts.time_bucket(span_ms)
+        bucket_ms = bucket_seconds * 1000
+        start = F.timestamp_millis(F.floor(store_ms() / bucket_ms) * bucket_ms)
+        over_time = to_pandas(
+            by_broker(user.where(~_is_system()), ["topic", start.alias("bucketStart")],
+                      [F.count("*").alias("messages"), F.sum("totalSize").alias("bytes")],
+                      several),
+            order=("bucketStart", "topic", BROKER))
+        over_time.insert(over_time.columns.get_loc("bucketStart") + 1, "bucketSeconds",
+                         bucket_seconds)
     with progress.stage("top producers (born host)"):
         ip = F.regexp_replace(F.regexp_extract("bornHost", r"^(.*):\d+$", 1), r"[\[\]]", "")
         producers = to_pandas(
@@ -89,45 +133,88 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
     with progress.stage("charts"):
         report.tables = {
             "per_topic": per_topic,
+            "messages_over_time": over_time,
             "per_topic_minute": per_minute,
             "per_topic_hour": per_hour,
             "top_producers": producers,
             "size_distribution": sizes,
+            "system_topics": system,
             "pop_revive_log": revive,
         }
-        cluster = totals(per_topic, several)
-        top = list(cluster["topic"].head(8))
-        minute = totals(per_minute, several)
-        report.charts = [
-            Chart("messages_per_minute.png", "Messages per minute (top topics)",
-                  charts.lines(minute[minute["topic"].isin(top)], "minute",
-                               "messages", "topic", "messages")),
-            Chart("bytes_per_topic.png", "Bytes per topic",
-                  charts.bars(cluster.head(20), "topic", ["bytes"], "bytes")),
-            Chart("top_producers.png", "Top producers (messages)",
-                  charts.bars(totals(producers, several), "producer", ["messages"], "messages")),
-            Chart("size_distribution.png", "Body size distribution (bytes, upper bound)",
-                  charts.bars(totals(sizes, several), "bodyBytesUpTo", ["messages"],
-                              "messages")),
-        ]
-        if several:
-            report.charts.append(Chart(
-                "messages_per_broker.png", "Messages per broker and topic (top topics)",
-                charts.grouped_bars(per_topic[per_topic["topic"].isin(top)
-                                              & (per_topic[BROKER] != CLUSTER)],
-                                    "topic", BROKER, "messages", "messages")))
-        total = int(cluster["messages"].sum()) if not cluster.empty else 0
-        total_bytes = int(cluster["bytes"].sum()) if not cluster.empty else 0
-        report.summary = [
-            f"{total} messages, {total_bytes} bytes in {len(cluster)} topics"
-            + (f" on {len(inputs.stores)} brokers" if several else ""),
-            f"{len(totals(producers, several))} producers (born host IP) shown",
-        ]
-        revive_total = totals(revive, several)
-        if not revive_total.empty:
-            report.summary.append(
-                f"not counted: {int(revive_total['records'].sum())} POP check point/ack records "
-                f"({int(revive_total['bytes'].sum())} bytes) in "
-                f"{', '.join(revive_total['topic'])}")
+        _charts(report, per_topic, over_time, producers, sizes, several, bucket_seconds,
+                bucket_name)
+        report.summary = _summary(per_topic, system, revive, producers, several,
+                                  len(inputs.stores), bucket_name)
         report.notes = error_notes(errors)
     return report
+
+
+def _labelled(frame, top: list[str]):
+    """``frame``'s rows of the ``top`` topics, with ``topic`` as the charts name it."""
+    rows = frame[frame["topic"].isin(top)].copy()
+    rows["topic"] = rows["topic"].map(label)
+    return rows
+
+
+def _charts(report: Report, per_topic, over_time, producers, sizes, several: bool,
+            bucket_seconds: int, bucket_name: str) -> None:
+    cluster = totals(per_topic, several)
+    top = list(cluster["topic"].head(TOP_TOPICS))
+    report.charts = [
+        Chart("messages_over_time.png",
+              f"Messages per {bucket_name} (top {TOP_TOPICS} topics; system topics apart)",
+              charts.timeline(_labelled(totals(over_time, several), top), "bucketStart",
+                              "messages", "topic", bucket_seconds, bucket_name),
+              "messages_over_time"),
+        Chart("bytes_per_topic.png", "Bytes stored per topic (TOTALSIZE; system topics apart)",
+              charts.bars(_labelled(cluster, list(cluster["topic"].head(20))), "topic",
+                          ["bytes"], xlabel="topic", byte_values=True),
+              "per_topic"),
+        Chart("top_producers.png", "Top producers",
+              charts.bars(totals(producers, several), "producer", ["messages"], "messages",
+                          xlabel="producer (born host IP)"),
+              "top_producers"),
+        Chart("size_distribution.png", "Body size distribution",
+              charts.bars(totals(sizes, several), "bodyBytesUpTo", ["messages"], "messages",
+                          xlabel="body size up to (bytes)"),
+              "size_distribution"),
+    ]
+    if several:
+        report.charts.append(Chart(
+            "messages_per_broker.png", f"Messages per broker (top {TOP_TOPICS} topics)",
+            charts.grouped_bars(_labelled(per_topic[per_topic[BROKER] != CLUSTER], top),
+                                "topic", BROKER, "messages", "messages", xlabel="topic"),
+            "per_topic"))
+
+
+def _summary(per_topic, system, revive, producers, several: bool, brokers: int,
+             bucket_name: str) -> list[str]:
+    cluster = totals(per_topic, several)
+    users = cluster[cluster["kind"] == USER]
+    again = cluster[cluster["kind"] != USER]
+    lines = [
+        f"{int(users['messages'].sum())} messages, {int(users['bytes'].sum())} bytes in "
+        f"{len(users)} user topics" + (f" on {brokers} brokers" if several else ""),
+    ]
+    if not again.empty:
+        retried = int(again.loc[again["kind"] == RETRY, "messages"].sum())
+        dead = int(again.loc[again["kind"] == DLQ, "messages"].sum())
+        groups = sorted(set(again["group"]))
+        lines.append(f"{retried} retries and {dead} dead letters in the retry and DLQ topics "
+                     f"of {len(groups)} group(s): {', '.join(groups)}")
+    if not cluster.empty:
+        first, last = cluster["firstStored"].min(), cluster["lastStored"].max()
+        lines.append(f"stored from {first:%Y-%m-%d %H:%M:%S} to {last:%Y-%m-%d %H:%M:%S} UTC; "
+                     f"the time chart counts per {bucket_name}")
+    system_total = totals(system, several)
+    if not system_total.empty:
+        lines.append("system topics, counted apart: " + ", ".join(
+            f"{row.topic} ({int(row.messages)} records)" for row in system_total.itertuples()))
+    lines.append(f"{len(totals(producers, several))} producers (born host IP) shown")
+    revive_total = totals(revive, several)
+    if not revive_total.empty:
+        lines.append(
+            f"not counted: {int(revive_total['records'].sum())} POP check point/ack records "
+            f"({int(revive_total['bytes'].sum())} bytes) in "
+            f"{', '.join(revive_total['topic'])}")
+    return lines

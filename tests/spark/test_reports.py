@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import html
 import io
 import os
 import re
@@ -29,13 +30,18 @@ def traffic(spark, store):
 
 
 def test_traffic_counts_messages_and_bytes_per_topic(traffic, store):
-    """TopicA holds 12 sends + 2 delayed re-puts; TopicB 5; bytes are the records' TOTALSIZE."""
+    """TopicA holds 12 sends + 2 delayed re-puts; TopicB 5; bytes are the records' TOTALSIZE.
+    The system topics' 9 records (6 delay-level copies, 2 timer records, 1 half message) are
+    counted apart, in system_topics: 34 records in all."""
     per_topic = traffic.tables["per_topic"].set_index("topic")
     assert per_topic.loc["TopicA", "messages"] == 14
     assert per_topic.loc["TopicB", "messages"] == 5
-    assert per_topic.loc["SCHEDULE_TOPIC_XXXX", "messages"] == 6
     assert per_topic.loc["%RETRY%G1", "messages"] == 2
-    assert per_topic["messages"].sum() == 34
+    assert per_topic.loc["%RETRY%G1", "group"] == "G1"
+    assert per_topic["messages"].sum() == 25
+    system = traffic.tables["system_topics"].set_index("topic")["messages"].to_dict()
+    assert system == {"SCHEDULE_TOPIC_XXXX": 6, "rmq_sys_wheel_timer": 2,
+                      "RMQ_SYS_TRANS_HALF_TOPIC": 1}
     sizes_b = [r.total_size for r in store.records if r.topic == "TopicB"]
     assert per_topic.loc["TopicB", "bytes"] == sum(sizes_b)
 
@@ -144,13 +150,25 @@ def test_report_command_writes_every_output(spark, report_all):
 
 
 def test_report_all_writes_an_index_linking_the_four_reports(report_all):
-    """`rmq-emu report all` writes index.html in the output directory linking each report's page."""
+    """`rmq-emu report all` writes index.html in the output directory linking each report's
+    page, saying in a sentence what each shows, and showing each chart beside a link to the CSV
+    it is drawn from (relative links, every one to a file that is there)."""
+    from rocketmq_emu.reports.jobs import consumers, delays, retries, traffic
+
     out, stdout, _ = report_all
     index = out / "index.html"
     assert f"all: {index}" in stdout
-    links = re.findall(r"href='([^']+)'", index.read_text(encoding="utf-8"))
-    assert links == [f"{name}/index.html" for name in ("traffic", "delays", "consumers", "retries")]
+    page = index.read_text(encoding="utf-8")
+    links = re.findall(r"href='([^']+)'", page)
+    pages = [link for link in links if link.endswith("index.html")]
+    assert pages == [f"{name}/index.html" for name in ("traffic", "delays", "consumers", "retries")]
     assert all((out / link).is_file() for link in links)
+    for job in (traffic, delays, consumers, retries):
+        assert html.escape(job.DESCRIPTION, quote=True) in page, job.NAME
+    figures = re.findall(r"<figure><a href='([^']+)'>.*?data: <a href='([^']+)'>", page)
+    assert ("traffic/messages_over_time.png", "traffic/messages_over_time.csv") in figures
+    assert ("consumers/lag_by_group.png", "consumers/lag_by_group.csv") in figures
+    assert len(figures) == len(re.findall(r"<img ", page))
 
 
 def test_consumer_offsets_accept_fastjson_unquoted_keys(tmp_path):
