@@ -5,7 +5,7 @@ distribution.
 ``group`` names the group of a retry or DLQ topic; the charts name those topics by it). The
 broker's system topics (:mod:`rocketmq_emu.reports.topics`: a delayed message is stored twice,
 once in SCHEDULE_TOPIC_XXXX and once re-put in its real topic) are counted apart, in
-``system_topics``, and left out of the charts. RocketMQ 5 POP's bookkeeping, the check point
+``system_topics``, and left out of the other tables and of the charts. RocketMQ 5 POP's bookkeeping, the check point
 and ack records of the revive topics (``rmq_sys_REVIVE_LOG_<cluster>``), are not messages at
 all: they are left out of every other table and counted in ``pop_revive_log`` (per revive
 topic). The copies POP revives into ``%RETRY%<group>_<topic>`` are stored messages and count,
@@ -26,7 +26,6 @@ from pyspark.sql import functions as F
 from rocketmq_emu.broker.pop.names import is_revive_topic
 from rocketmq_emu.reports import charts
 from rocketmq_emu.reports.inputs import BROKER, CLUSTER, Inputs, by_broker, totals
-from rocketmq_emu.reports.jobs import pop
 from rocketmq_emu.reports.jobs.common import error_notes, split_errors, store_ms, to_pandas
 from rocketmq_emu.reports.report import Chart, Progress, Report
 from rocketmq_emu.reports.topics import (
@@ -74,7 +73,8 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
         df = inputs.commitlog(COLUMNS)
         good, bad = split_errors(df)
         errors = inputs.errors(bad)
-        user = good.where(~pop.is_revive())
+        # The user's topics and their retry/DLQ topics: what every table but per-topic counts.
+        user = good.where(~_is_system())
     with progress.stage("messages and bytes per topic"):
         per_topic = to_pandas(
             by_broker(good, ["topic"], [
@@ -104,7 +104,7 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
         bucket_ms = bucket_seconds * 1000
         start = F.timestamp_millis(F.floor(store_ms() / bucket_ms) * bucket_ms)
         over_time = to_pandas(
-            by_broker(user.where(~_is_system()), ["topic", start.alias("bucketStart")],
+            by_broker(user, ["topic", start.alias("bucketStart")],
                       [F.count("*").alias("messages"), F.sum("totalSize").alias("bytes")],
                       several),
             order=("bucketStart", "topic", BROKER))
