@@ -18,7 +18,7 @@ th{background:#eee} img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 .note{color:#666;font-size:12px}
 figure{display:inline-block;margin:0 1em 1em 0;vertical-align:top}
 figcaption{font-size:12px;color:#444}
-.thumbs img{width:360px}
+.thumbs figure{width:360px} .thumbs img{width:360px}
 """
 
 
