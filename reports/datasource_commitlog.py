@@ -250,6 +250,15 @@ def file_extents(path: str | list[Store], max_record: int | None,
     return extents
 
 
+def written_bytes(stores: list[Store], max_record: int = DEFAULT_MAX_RECORD) -> int:
+    """The commitlog bytes the stores hold (files' written ends, not their sizes); 0 when a
+    file cannot be read."""
+    try:
+        return sum(extent[2] for extent in file_extents(stores, max_record))
+    except OSError:
+        return 0
+
+
 # Planning runs in a Python worker Spark reuses across queries; a file that has not changed
 # since (same inode, size and mtime) has the same written end. The binary search over a 1 GiB
 # file with a few MiB written costs ~25-60 ms CPU, paid before any task starts.

@@ -271,7 +271,7 @@ def serve(args: argparse.Namespace) -> int:
             threading.Thread(target=server.shutdown, daemon=True).start()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    from rocketmq_emu.reports.session import QUICK_CONF, get_session
+    from rocketmq_emu.reports.session import QUICK_CONF, get_session, stop_session
 
     host, port = server.server_address[:2]
     service.url = f"http://{host}:{port}"
@@ -291,7 +291,10 @@ def serve(args: argparse.Namespace) -> int:
         remove_state(path)
         server.server_close()  # waits for a running report to end
         if service.spark is not None:
-            service.spark.stop()
+            try:
+                stop_session(service.spark)
+            except Exception:  # noqa: BLE001 - a JVM already gone (SIGINT to the group)
+                log.debug("stopping the session", exc_info=True)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     print("report service stopped", flush=True)

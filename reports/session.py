@@ -39,6 +39,8 @@ QUICK_CONF = {
     "spark.driver.memory": "512m",
     "spark.python.worker.reuse": "false",
 }
+#: The class-data archive of the JVM the last quick session started (see :func:`stop_session`).
+_archive = None
 #: Stores whose commitlogs hold less than this many written bytes get :data:`QUICK_CONF`.
 QUICK_MAX_BYTES = 256 * 1024 * 1024
 
@@ -85,8 +87,10 @@ def get_session(
                 **(conf or {})}
     else:
         default = QUICK_MASTER if quick else DEFAULT_MASTER
-        builder = SparkSession.builder.master(master or default).appName(app_name)
+        master = master or default
+        builder = SparkSession.builder.master(master).appName(app_name)
         conf = {**QUIET_CONF, **(QUICK_CONF if quick else {}), **(conf or {})}
+        conf = _with_archive(conf, master) if quick else conf
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -94,6 +98,36 @@ def get_session(
         spark.sparkContext.setLogLevel("ERROR")
     register_sources(spark)
     return spark
+
+
+def _with_archive(conf: dict, master: str) -> dict:
+    """``conf`` with the driver JVM's class-data archive (:mod:`rocketmq_emu.reports.jvm_archive`)
+    when this call starts a local JVM: a quick session's start is mostly class loading."""
+    global _archive
+    from pyspark import SparkContext
+
+    if not master.startswith("local") or SparkContext._active_spark_context is not None:
+        return conf
+    from rocketmq_emu.reports.jvm_archive import Archive
+
+    options = conf.get("spark.driver.extraJavaOptions", "")
+    _archive = Archive(options)
+    extra = _archive.options()
+    return {**conf, "spark.driver.extraJavaOptions": f"{options} {extra}".strip()}
+
+
+def stop_session(spark: SparkSession) -> None:
+    """Stop a session :func:`get_session` started; when its JVM writes the class-data archive,
+    wait for that JVM to end so the archive is complete (once per machine)."""
+    global _archive
+    archive, _archive = _archive, None
+    proc = None
+    if not is_connect(spark):
+        gateway = getattr(spark.sparkContext, "_gateway", None)
+        proc = getattr(gateway, "proc", None)
+    spark.stop()
+    if archive is not None:
+        archive.finish(proc)
 
 
 def is_connect(spark: SparkSession) -> bool:

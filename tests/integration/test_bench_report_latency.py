@@ -1,7 +1,7 @@
-"""``bench/report_latency.py`` runs end to end on a tiny store: the session-alone and the
-``report all`` runs exit 0 and their medians are printed. Smoke tests of the benchmark's
-wiring, not measurements: no figure is checked. Each phase runs alone (``--only``): the two in a
-row take longer than a test may."""
+"""``bench/report_latency.py`` runs end to end on a tiny store: the session-alone, the cold
+``report all`` and the warm (report service) runs exit 0 and their medians are printed. Smoke
+tests of the benchmark's wiring, not measurements: no figure is checked. Each phase runs alone
+(``--only``): all of them in a row take longer than a test may."""
 
 from __future__ import annotations
 
@@ -29,8 +29,16 @@ def test_report_latency_bench_times_the_session_alone() -> None:
     assert "SparkSession alone" in out and "\nreport all " not in out
 
 
-def test_report_latency_bench_times_report_all() -> None:
-    """One ``report all`` on 40 messages: its median and the targets line are printed."""
-    out = run_bench("--only", "report", "--messages", "40")
-    assert "\nreport all " in out and "SparkSession alone" not in out
-    assert "targets: report all <= 20 s" in out
+def test_report_latency_bench_times_a_cold_report_all() -> None:
+    """One ``report all`` on 40 messages in a fresh process: its median and target."""
+    out = run_bench("--only", "cold", "--messages", "40")
+    assert "\ncold " in out and "SparkSession alone" not in out
+    assert "targets: cold <= 20 s" in out and "cold <= 1024 MiB" in out
+
+
+def test_report_latency_bench_times_warm_reports_in_the_service() -> None:
+    """The service started once, ``all`` and ``traffic`` sent to it, SIGTERM ends it with 0."""
+    out = run_bench("--only", "warm", "--messages", "40")
+    assert "report service ready in" in out and "SIGTERM -> exit 0" in out
+    assert "\nwarm all " in out and "\nwarm traffic " in out
+    assert "warm all <= 3 s" in out and "warm traffic <= 2 s" in out
