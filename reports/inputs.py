@@ -112,9 +112,11 @@ class Inputs:
                     F.col(ERROR_COLUMN).isNotNull()).select(BROKER, ERROR_COLUMN))
             return self._errors
 
-    def materialize(self) -> int:
-        """Decode the shared scan now (before reports run side by side); its row count."""
-        return self.shared().count()
+    def materialize(self) -> None:
+        """Decode the shared scan now (before reports run side by side), in the job that
+        collects its corrupt-record rows (:meth:`errors`): a query over a kept DataFrame
+        fills the whole of it."""
+        self.errors(self.shared().where(F.col(ERROR_COLUMN).isNotNull()))
 
     def consume_queues(self) -> DataFrame:
         """The consume-queue units of every store (with ``brokerName``)."""

@@ -33,16 +33,22 @@ def to_pandas(df: DataFrame, order: Sequence[str] = (), nulls_last: Sequence[str
     encode: they are dropped."""
     frame = df.toPandas()
     frame.attrs.clear()
-    if order and not frame.empty:
-        # One stable sort per key, least significant first: each key its own null placement.
-        for key in reversed(order):
-            name = key.lstrip("-")
-            descending = key.startswith("-")
-            last = descending or name in nulls_last
-            frame = frame.sort_values(name, ascending=not descending, kind="stable",
-                                      na_position="last" if last else "first")
-        frame = frame.reset_index(drop=True)
-    return frame
+    return sort_frame(frame, order, nulls_last)
+
+
+def sort_frame(frame: pd.DataFrame, order: Sequence[str] = (),
+               nulls_last: Sequence[str] = ()) -> pd.DataFrame:
+    """``frame`` sorted as Spark's ``orderBy`` would (see :func:`to_pandas` for ``order``)."""
+    if not order or frame.empty:
+        return frame
+    # One stable sort per key, least significant first: each key its own null placement.
+    for key in reversed(order):
+        name = key.lstrip("-")
+        descending = key.startswith("-")
+        last = descending or name in nulls_last
+        frame = frame.sort_values(name, ascending=not descending, kind="stable",
+                                  na_position="last" if last else "first")
+    return frame.reset_index(drop=True)
 
 
 def error_notes(errors: pd.DataFrame) -> list[str]:

@@ -12,16 +12,16 @@ several brokers, ``(cluster)`` rows give the percentiles over the whole cluster.
 
 from __future__ import annotations
 
-from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from rocketmq_emu.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
 from rocketmq_emu.broker.message import RMQ_SYS_SCHEDULE_TOPIC, TIMER_TOPIC
 from rocketmq_emu.reports import charts
-from rocketmq_emu.reports.inputs import BROKER, Inputs, by_broker, totals
+from rocketmq_emu.reports.inputs import BROKER, Inputs, pandas_by_broker, totals
 from rocketmq_emu.reports.jobs.common import (
     error_notes,
+    sort_frame,
     split_errors,
     store_ms,
     to_pandas,
@@ -36,13 +36,16 @@ COLUMNS = [
     "topic", "queueId", "reconsumeTimes", "storeTimestamp", "uniqKey", "realTopic",
     "realQueueId", "delayLevel", "timerDeliverTime", "physicalOffset",
 ]
-_LATENESS_AGGS = [
-    F.count("reputMs").alias("delivered"),
-    F.percentile("latenessMs", 0.5).alias("p50Ms"),
-    F.percentile("latenessMs", 0.9).alias("p90Ms"),
-    F.percentile("latenessMs", 0.99).alias("p99Ms"),
-    F.max("latenessMs").alias("maxMs"),
-]
+#: Per group of scheduled copies: how many, how many delivered, and the lateness percentiles,
+#: exact with linear interpolation (Spark's ``percentile``, numpy's default), nulls skipped.
+_LATENESS = {
+    "scheduled": ("physicalOffset", "size"),
+    "delivered": ("reputMs", "count"),
+    "p50Ms": ("latenessMs", lambda s: s.quantile(0.5)),
+    "p90Ms": ("latenessMs", lambda s: s.quantile(0.9)),
+    "p99Ms": ("latenessMs", lambda s: s.quantile(0.99)),
+    "maxMs": ("latenessMs", "max"),
+}
 
 
 def run(
@@ -96,17 +99,17 @@ def run(
             .agg(F.min("rMs").alias("reputMs"))
             .withColumn("latenessMs", F.col("reputMs") - F.col("deliverMs"))
             .withColumn("deliverDay", F.to_date(F.timestamp_millis(F.col("deliverMs"))))
-            .persist(StorageLevel.MEMORY_AND_DISK)
         )
         detail = to_pandas(joined, order=("deliverMs", BROKER, "physicalOffset"))
     with progress.stage("lateness percentiles per level and per day"):
-        aggs = [F.count("*").alias("scheduled"), *_LATENESS_AGGS]
-        by_level = to_pandas(
-            by_broker(joined, ["kind", "level"], aggs, several)
-            .withColumn("pending", F.col("scheduled") - F.col("delivered")),
+        # Aggregated from the collected rows (one row per scheduled copy, all collected for
+        # the tables anyway) rather than by two more Spark jobs over the join.
+        by_level = sort_frame(
+            pandas_by_broker(detail, ["kind", "level"], _LATENESS, several),
             order=("level", "kind", BROKER), nulls_last=("level",))
-        by_day = to_pandas(
-            by_broker(joined, ["deliverDay", "kind", "level"], aggs, several),
+        by_level["pending"] = by_level["scheduled"] - by_level["delivered"]
+        by_day = sort_frame(
+            pandas_by_broker(detail, ["deliverDay", "kind", "level"], _LATENESS, several),
             order=("deliverDay", "level", "kind", BROKER), nulls_last=("level",))
     for table in (detail, by_level, by_day):
         table["level"] = table["level"].astype("Int64")
@@ -114,7 +117,6 @@ def run(
         pending = detail[detail["reputMs"].isna()].drop(
             columns=["reputMs", "latenessMs"]
         ).reset_index(drop=True)
-    joined.unpersist()
     inputs.release(df)
     with progress.stage("charts"):
         report.tables = {

@@ -50,11 +50,15 @@ DESCRIPTION = ("How many messages and bytes each topic stored, over time, from w
 COLUMNS = ["topic", "storeTimestamp", "totalSize", "bodyLength", "bornHost"]
 
 
-def _per_period(good, unit: str, several: bool):
-    return to_pandas(
-        by_broker(good, ["topic", F.date_trunc(unit, "storeTimestamp").alias(unit)],
-                  [F.count("*").alias("messages"), F.sum("totalSize").alias("bytes")], several),
-        order=(unit, "topic", BROKER))
+def _rollup(fine, seconds: int, column: str):
+    """``fine`` (messages and bytes per broker, topic and ``start``) summed into buckets of
+    ``seconds``, epoch-aligned in UTC as Spark's ``date_trunc`` (minute, hour) cuts them."""
+    if fine.empty:
+        return fine.rename(columns={"start": column})
+    return (fine.assign(start=fine["start"].dt.floor(f"{seconds}s"))
+            .groupby([BROKER, "topic", "start"], as_index=False)[["messages", "bytes"]].sum()
+            .rename(columns={"start": column})
+            .sort_values([column, "topic", BROKER]).reset_index(drop=True))
 
 
 def _is_system(topic: str = "topic"):
@@ -95,19 +99,21 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
         system_rows = per_topic["kind"] == SYSTEM
         system = per_topic[system_rows].drop(columns=["kind", "group"]).reset_index(drop=True)
         per_topic = per_topic[~system_rows].reset_index(drop=True)
-    with progress.stage("per topic per minute and per hour, and over the data's span"):
-        per_minute = _per_period(user, "minute", several)
-        per_hour = _per_period(user, "hour", several)
+    with progress.stage("per topic over the data's span, per minute and per hour"):
         first, last = per_topic["firstStored"].min(), per_topic["lastStored"].max()
         span_ms = (last - first).total_seconds() * 1000 if not per_topic.empty else 0
         bucket_seconds, bucket_name = charts.time_bucket(span_ms)
-        bucket_ms = bucket_seconds * 1000
-        start = F.timestamp_millis(F.floor(store_ms() / bucket_ms) * bucket_ms)
-        over_time = to_pandas(
-            by_broker(user, ["topic", start.alias("bucketStart")],
+        # One Spark query at the finest bucket any table needs (the chart's, or the minute):
+        # the coarser tables are its sums (every bucket size divides the next ones).
+        fine_ms = min(bucket_seconds, 60) * 1000
+        start = F.timestamp_millis(F.floor(store_ms() / fine_ms) * fine_ms)
+        fine = to_pandas(
+            by_broker(user, ["topic", start.alias("start")],
                       [F.count("*").alias("messages"), F.sum("totalSize").alias("bytes")],
-                      several),
-            order=("bucketStart", "topic", BROKER))
+                      several))
+        per_minute = _rollup(fine, 60, "minute")
+        per_hour = _rollup(fine, 3600, "hour")
+        over_time = _rollup(fine, bucket_seconds, "bucketStart")
         over_time.insert(over_time.columns.get_loc("bucketStart") + 1, "bucketSeconds",
                          bucket_seconds)
     with progress.stage("top producers (born host)"):
