@@ -50,11 +50,18 @@ def run_reports(spark: SparkSession, stores: list[Store], name: str, out: str,
     written: list[tuple[str, str]] = []
     try:
         if len(jobs) > 1:
-            with Progress("all", 1, stream).stage(
-                    f"scan commitlog once ({len(shared)} columns)"):
-                inputs.materialize()
             with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-                pages = list(pool.map(compute_and_write, names, jobs))
+                # A report that reads no commitlog column (consumers: the consume queues)
+                # starts at once, beside the scan the others wait for.
+                futures = {n: pool.submit(compute_and_write, n, job)
+                           for n, job in zip(names, jobs, strict=True)
+                           if not getattr(job, "COLUMNS", ())}
+                with Progress("all", 1, stream).stage(
+                        f"scan commitlog once ({len(shared)} columns)"):
+                    inputs.materialize()
+                futures.update({n: pool.submit(compute_and_write, n, job)
+                                for n, job in zip(names, jobs, strict=True) if n not in futures})
+                pages = [futures[n].result() for n in names]
         else:
             pages = [compute_and_write(names[0], jobs[0])]
         written = [(report_name, page) for report_name, (_, page) in zip(names, pages,

@@ -36,6 +36,9 @@ QUICK_CONF = {
     "spark.sql.codegen.wholeStage": "false",
     # AQE re-plans each tiny shuffle between its stages.
     "spark.sql.adaptive.enabled": "false",
+    # The reports' shuffles carry partial aggregates (a row per group) or, in the delays
+    # join, at most a row per scheduled message: one reduce task each is enough here.
+    "spark.sql.shuffle.partitions": "1",
     "spark.driver.memory": "512m",
     "spark.python.worker.reuse": "false",
 }
