@@ -28,6 +28,14 @@ settings.register_profile(
 settings.load_profile("rocketmq-emu")
 
 
+# A report service the developer runs must not take the suite's reports: every process here
+# looks for one in a state file of its own that no service writes (tests of the service set
+# theirs), and a RMQ_EMU_REPORT_SERVER from outside is dropped.
+os.environ.pop("RMQ_EMU_REPORT_SERVER", None)
+os.environ["RMQ_EMU_REPORT_STATE"] = os.path.join(
+    tempfile.gettempdir(), f"rmq-emu-tests-{os.getpid()}-no-report-service.json")
+
+
 #: Where the tests that share the run's SparkSession live (tests/spark/conftest.py's ``spark``).
 SPARK_TESTS = "tests/spark/"
 #: Test folders, slowest tests first: the order the run collects and hands out its modules.

@@ -155,8 +155,9 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
                               xlabel="consumer group"),
                   "lag_by_group"),
             Chart("lag_by_group_topic.png", "Committed and max offset per group and topic",
-                  charts.bars(labelled, "groupTopic", ["committed", "maxOffset", "lag"],
-                              "queue offset (messages)", xlabel="consumer group / topic"),
+                  charts.bars(labelled.rename(columns={"maxOffset": "max offset"}), "groupTopic",
+                              ["committed", "max offset", "lag"], "queue offset (messages)",
+                              xlabel="consumer group / topic"),
                   "lag_by_group_topic"),
         ]
         report.summary = [

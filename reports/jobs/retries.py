@@ -137,8 +137,8 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
         report.tables = {"retries_by_group_topic": counts, "dlq_messages": dlq}
         report.charts = [
             Chart("retries_by_group.png", "Retries and dead letters per consumer group",
-                  charts.bars(by_group, "group", ["retries", "dlq"], "messages",
-                              xlabel="consumer group"),
+                  charts.bars(by_group.rename(columns={"dlq": "dead letters"}), "group",
+                              ["retries", "dead letters"], "messages", xlabel="consumer group"),
                   "retries_by_group_topic"),
         ]
         report.summary = [

@@ -94,7 +94,9 @@ def test_report_help_works_without_the_reports_extra():
 
 
 def test_report_without_the_extra_says_what_to_install(tmp_path):
-    """`rmq-emu report` without the extra: exit 1 and one stderr line with the pip command."""
+    """`rmq-emu report` on a store, without the extra and with no report service to send it
+    to: exit 1 and one stderr line with the pip command."""
+    (tmp_path / "commitlog").mkdir()
     out = _run(BLOCK_EXTRA + "from rocketmq_emu.broker import cli\n"
                f"sys.exit(cli.main(['report', 'traffic', '--store', {str(tmp_path)!r}]))")
     assert out.returncode == 1
