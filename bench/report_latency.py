@@ -42,9 +42,9 @@ import psutil
 
 #: The session a small store's report gets (``quick``: reports.session.QUICK_CONF), alone.
 SESSION_ONLY = (
-    "from rocketmq_emu.reports.session import get_session\n"
+    "from rocketmq_emu.reports.session import get_session, stop_session\n"
     "import sys\n"
-    "get_session(sys.argv[1] if len(sys.argv) > 1 else None, quick=True).stop()\n"
+    "stop_session(get_session(sys.argv[1] if len(sys.argv) > 1 else None, quick=True))\n"
 )
 
 

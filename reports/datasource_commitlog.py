@@ -44,6 +44,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
+import time
 from collections.abc import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -262,18 +263,24 @@ def written_bytes(stores: list[Store], max_record: int = DEFAULT_MAX_RECORD) -> 
 # Planning runs in a Python worker Spark reuses across queries; a file that has not changed
 # since (same inode, size and mtime) has the same written end. The binary search over a 1 GiB
 # file with a few MiB written costs ~25-60 ms CPU, paid before any task starts.
-_STOP_CACHE: dict[tuple, int | None] = {}
+# A broker writing the file through its mapping need not change the file's mtime, so an entry
+# is trusted for STOP_CACHE_SECONDS only: the queries of one report (or one bench run), not
+# the next report of a long-lived report service on a live store.
+_STOP_CACHE: dict[tuple, tuple[float, int | None]] = {}
+STOP_CACHE_SECONDS = 10.0
 
 
 def _cached_written_stop(path: str, base: int, max_record: int) -> int | None:
-    """:func:`written_stop`, remembered per unchanged file."""
+    """:func:`written_stop`, remembered per unchanged file for a few seconds."""
     st = os.stat(path)
     key = (path, st.st_ino, st.st_size, st.st_mtime_ns, base, max_record)
-    if key not in _STOP_CACHE:
+    now = time.monotonic()
+    found = _STOP_CACHE.get(key)
+    if found is None or now - found[0] > STOP_CACHE_SECONDS:
         if len(_STOP_CACHE) > 4096:
             _STOP_CACHE.clear()
-        _STOP_CACHE[key] = written_stop(path, base, max_record)
-    return _STOP_CACHE[key]
+        found = _STOP_CACHE[key] = (now, written_stop(path, base, max_record))
+    return found[1]
 
 
 def plan_partitions(

@@ -47,6 +47,7 @@ class Inputs:
         self._lock = threading.Lock()
         self._errors_lock = threading.Lock()
         self._partitions: int | None = None
+        self._kept: list[DataFrame] = []  # every scan kept for a job (released at the end)
 
     @classmethod
     def of(cls, spark: SparkSession, source: Inputs | str | list[Store]) -> Inputs:
@@ -90,7 +91,9 @@ class Inputs:
         scan when there is one (kept after the first use), else a scan of just these, kept."""
         wanted = [*dict.fromkeys([BROKER, *columns]), ERROR_COLUMN]
         if self.columns is None:
-            return self._read(wanted[:-1]).persist(StorageLevel.MEMORY_AND_DISK)
+            kept = self._read(wanted[:-1]).persist(StorageLevel.MEMORY_AND_DISK)
+            self._kept.append(kept)
+            return kept
         return self.shared().select(*wanted)
 
     def shared(self) -> DataFrame:
@@ -128,10 +131,16 @@ class Inputs:
         )
 
     def release(self, df: DataFrame | None = None) -> None:
-        """Drop a job's own kept scan (``df``), or the shared one (no argument)."""
-        if df is not None and self.columns is None:
-            df.unpersist()
-        elif df is None and self._commitlog is not None:
+        """Drop a job's own kept scan (``df``), or every scan kept (no argument: the end of a
+        run, also after a report failed, which a long-lived session must not keep)."""
+        if df is not None:
+            if self.columns is None:
+                df.unpersist()
+            return
+        for kept in self._kept:
+            kept.unpersist()
+        self._kept.clear()
+        if self._commitlog is not None:
             self._commitlog.unpersist()
             self._commitlog = None
 

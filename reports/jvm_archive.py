@@ -65,15 +65,17 @@ class Archive:
 
     def options(self) -> str:
         """JVM options to add: the archive to map, or where to write one."""
-        if self.path is None:
+        # Spark's launcher splits extraJavaOptions at white space (and reads quotes): a path
+        # with either goes without an archive rather than break the JVM's command line.
+        if self.path is None or any(c.isspace() or c in "'\"\\" for c in self.path):
             return ""
+        _remove_stale(self.path)
         if os.path.isfile(self.path):
             return f"-XX:SharedArchiveFile={self.path} {QUIET}"
         try:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
         except OSError:
             return ""
-        _remove_stale(self.path)
         self.pending = f"{self.path}.{os.getpid()}.tmp"
         return f"-XX:ArchiveClassesAtExit={self.pending} {QUIET}"
 
@@ -95,9 +97,18 @@ class Archive:
 
 
 def _remove_stale(path: str) -> None:
-    """Remove temporary archives left by JVMs that died while writing them."""
+    """Remove temporary archives left by JVMs that died while writing them (or whose process
+    did not wait for them), and archives of other JVMs, pysparks or options unused for a
+    week (their key is in the name: they would never be mapped again if those are gone)."""
     now = time.time()
-    for tmp in glob.glob(f"{glob.escape(path)}.*.tmp"):
+    directory = os.path.dirname(path)
+    for old in glob.glob(os.path.join(glob.escape(directory), "spark-*.jsa")):
+        try:
+            if old != path and now - os.stat(old).st_atime > 7 * 86400:
+                os.remove(old)
+        except OSError:
+            pass
+    for tmp in glob.glob(os.path.join(glob.escape(directory), "spark-*.jsa.*.tmp")):
         try:
             if now - os.stat(tmp).st_mtime > STALE_SECONDS:
                 os.remove(tmp)

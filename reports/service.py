@@ -48,19 +48,18 @@ MAX_REQUEST_BYTES = 64 * 1024
 
 
 class LineStream:
-    """A text stream that hands each complete line to ``emit`` (the report's progress lines,
-    written from the reports' threads)."""
+    """A text stream that hands each complete line to ``emit`` (the report's progress lines).
+    The reports of ``all`` print from their own threads, and ``print`` writes a line's text
+    and its newline apart: each thread has its own buffer, so lines never mix."""
 
     def __init__(self, emit: Callable[[str], None]) -> None:
         self._emit = emit
-        self._buffer = ""
-        self._lock = threading.Lock()
+        self._local = threading.local()
 
     def write(self, text: str) -> int:
         """Buffer ``text``; emit the lines it completes."""
-        with self._lock:
-            self._buffer += text
-            *lines, self._buffer = self._buffer.split("\n")
+        *lines, rest = (getattr(self._local, "buffer", "") + text).split("\n")
+        self._local.buffer = rest
         for line in lines:
             self._emit(line)
         return len(text)
@@ -140,6 +139,9 @@ class Handler(BaseHTTPRequestHandler):
 
     server_version = "rmq-emu-report-service"
     service: ReportService  # set on the subclass :func:`make_server` builds
+    #: Seconds a socket read or write may block: a silent client cannot hold a thread (and
+    #: with it the service's stop, which waits for every request) for longer.
+    timeout = 30
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base's signature
         log.debug("%s " + format, self.address_string(), *args)
@@ -175,20 +177,25 @@ class Handler(BaseHTTPRequestHandler):
         except (StoreError, ValueError) as exc:
             self._json(400, {"error": str(exc)})
             return
+        except OSError as exc:  # a directory the service may not list, a body cut short
+            self._json(400, {"error": f"{exc.filename or 'request'}: {exc.strerror or exc}"})
+            return
         self.send_response(200)
         self.send_header("Content-Type", "application/x-ndjson")
         self.end_headers()  # HTTP/1.0: the body ends when the connection closes
         gone = False
+        lock = threading.Lock()  # the reports' threads emit side by side
 
         def emit(event: dict) -> None:
             nonlocal gone
-            if gone:
-                return
-            try:
-                self.wfile.write(json.dumps(event).encode() + b"\n")
-                self.wfile.flush()
-            except OSError:
-                gone = True  # the client left; the report still ends and is written
+            with lock:
+                if gone:
+                    return
+                try:
+                    self.wfile.write(json.dumps(event).encode() + b"\n")
+                    self.wfile.flush()
+                except OSError:
+                    gone = True  # the client left; the report still ends and is written
 
         self.service.run(name, stores, out, levels, emit)
 
@@ -224,6 +231,16 @@ def _default_levels() -> str:
     return DEFAULT_MESSAGE_DELAY_LEVEL
 
 
+def _answers(url: str) -> bool:
+    from rocketmq_emu.reports.service_client import health
+
+    try:
+        health(url)
+    except Exception:  # noqa: BLE001 - anything but a health answer: not a service
+        return False
+    return True
+
+
 def write_state(path: str, state: dict) -> None:
     """Write the state file atomically, readable by this user only."""
     directory = os.path.dirname(path) or "."
@@ -250,7 +267,7 @@ def serve(args: argparse.Namespace) -> int:
     listen on or a service already running under the same state file."""
     path = args.state_file or state_path()
     running = read_state(path)
-    if running is not None and running.get("pid") != os.getpid():
+    if running is not None and running.get("pid") != os.getpid() and _answers(running["url"]):
         print(f"rmq-emu: error: a report service already runs at {running['url']} "
               f"(pid {running['pid']}, state file {path})", file=sys.stderr)
         return 2
@@ -265,10 +282,14 @@ def serve(args: argparse.Namespace) -> int:
     stop = threading.Event()
 
     def on_signal(signum, _frame) -> None:
-        if not stop.is_set():
-            stop.set()
-            print(f"report service: {signal.Signals(signum).name}, stopping", flush=True)
-            threading.Thread(target=server.shutdown, daemon=True).start()
+        if stop.is_set():
+            # A second signal: do not wait for the running report.
+            print("report service: stopped at once", flush=True)
+            remove_state(path)
+            os._exit(128 + signum)
+        stop.set()
+        print(f"report service: {signal.Signals(signum).name}, stopping", flush=True)
+        threading.Thread(target=server.shutdown, daemon=True).start()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     from rocketmq_emu.reports.session import QUICK_CONF, get_session, stop_session
@@ -277,10 +298,17 @@ def serve(args: argparse.Namespace) -> int:
     service.url = f"http://{host}:{port}"
     try:
         t0 = time.perf_counter()
-        service.spark = get_session(args.master, remote=args.remote, quick=True,
-                                    conf={**QUICK_CONF, **SERVICE_CONF})
-        if not stop.is_set():
-            warm_up(service.spark)
+        try:
+            service.spark = get_session(args.master, remote=args.remote, quick=True,
+                                        conf={**QUICK_CONF, **SERVICE_CONF})
+            if not stop.is_set():
+                warm_up(service.spark)
+        except Exception as exc:  # noqa: BLE001 - one line for the user, the rest in the log
+            log.debug("starting Spark", exc_info=True)
+            print(f"rmq-emu: error: report service: Spark did not start: "
+                  f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                  file=sys.stderr)
+            return 1
         if not stop.is_set():
             write_state(path, {"pid": os.getpid(), "url": service.url,
                                "master": service.master, "started": time.time()})

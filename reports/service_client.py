@@ -65,7 +65,7 @@ def find_service(explicit: str | None) -> str | None:
         url = normalize(named)
         try:
             health(url)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, http.client.HTTPException) as exc:
             raise ServiceError(f"report service {url} does not answer ({_reason(exc)})") from None
         return url
     state = read_state(state_path())
@@ -73,7 +73,7 @@ def find_service(explicit: str | None) -> str | None:
         return None
     try:
         health(state["url"])
-    except (OSError, ValueError):
+    except (OSError, ValueError, http.client.HTTPException):
         return None  # a stale file of a service that is gone or not ready: run here
     return state["url"]
 
@@ -100,8 +100,13 @@ def normalize(url: str) -> str:
     """``HOST:PORT`` or ``http://HOST:PORT[/]`` as ``http://HOST:PORT``."""
     if "://" not in url:
         url = "http://" + url
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname or not parts.port:
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:  # "[::1" or a port out of range
+        port = None
+        parts = None
+    if parts is None or parts.scheme != "http" or not parts.hostname or not port:
         raise ServiceError(f"report service URL {url!r}: give http://HOST:PORT")
     return f"http://{parts.netloc}"
 
@@ -140,7 +145,10 @@ def run_remote(url: str, name: str, stores: list[str], out: str, delay_levels: s
             return 2 if resp.status == 400 else 1
         status = None
         for raw in resp:
-            event = json.loads(raw)
+            try:
+                event = json.loads(raw)
+            except ValueError:  # a line cut short: the service went away mid-report
+                break
             if "progress" in event:
                 print(event["progress"], file=stderr, flush=True)
             elif "written" in event:
@@ -155,7 +163,7 @@ def run_remote(url: str, name: str, stores: list[str], out: str, delay_levels: s
                   file=stderr)
             return 1
         return status
-    except OSError as exc:
+    except (OSError, http.client.HTTPException) as exc:
         print(f"rmq-emu: error: report service {url}: {_reason(exc)}", file=stderr)
         return 1
     finally:

@@ -129,8 +129,13 @@ def stop_session(spark: SparkSession) -> None:
         gateway = getattr(spark.sparkContext, "_gateway", None)
         proc = getattr(gateway, "proc", None)
     spark.stop()
-    if archive is not None:
+    if archive is not None and proc is not None:
+        from pyspark import SparkContext
+
         archive.finish(proc)
+        # That JVM is gone: a later session in this process must launch a new one.
+        SparkContext._gateway = None
+        SparkContext._jvm = None
 
 
 def is_connect(spark: SparkSession) -> bool:

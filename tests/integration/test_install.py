@@ -105,7 +105,9 @@ def test_light_install_runs_the_fixture(light_venv: Path, tmp_path: Path) -> Non
 
 
 def test_light_install_report_names_the_extra(light_venv: Path, tmp_path: Path) -> None:
-    """``rmq-emu report`` without the extra exits with one line giving the pip command."""
+    """``rmq-emu report`` on a store without the extra exits with one line giving the pip
+    command."""
+    (tmp_path / "commitlog").mkdir()
     result = subprocess.run(
         [str(light_venv / "bin" / "rmq-emu"), "report", "traffic", "--store", str(tmp_path),
          "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
