@@ -20,6 +20,7 @@ import os
 import sys
 import threading
 
+from rocketmq_emu.broker.cli_errors import port_number
 from rocketmq_emu.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
 
 REPORTS = ("traffic", "delays", "consumers", "retries")  # reports.runner.REPORTS (light here)
@@ -69,7 +70,7 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     serve = parser.add_argument_group("serve")
     serve.add_argument("--host", default="127.0.0.1",
                        help="serve: the address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=0,
+    serve.add_argument("--port", type=port_number, default=0,
                        help="serve: the port to listen on (default: any free one; the state "
                             "file says which)")
     serve.add_argument("--state-file", default=None, metavar="FILE",

@@ -109,3 +109,16 @@ def test_progress_is_sent_a_whole_line_at_a_time():
     assert lines == []
     stream.write("...\n[traffic 1/7] done in 0.1 s\n[tra")
     assert lines == ["[traffic 1/7] scan ...", "[traffic 1/7] done in 0.1 s"]
+
+
+def test_serve_refuses_a_port_out_of_range_before_anything_starts(capsys):
+    """`rmq-emu report serve --port 99999`: argparse's one error line, exit status 2."""
+    import argparse
+
+    from rocketmq_emu.reports.cli import configure
+
+    parser = configure(argparse.ArgumentParser(prog="rmq-emu report"))
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args(["serve", "--port", "99999"])
+    assert stop.value.code == 2
+    assert "argument --port: 99999 is out of range" in capsys.readouterr().err
