@@ -94,8 +94,9 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
                   .rename(columns={"messages": "records"}).sort_values(["topic", BROKER])
                   .reset_index(drop=True))
         per_topic = per_topic[~revive_rows].reset_index(drop=True)
-        per_topic.insert(1, "kind", per_topic["topic"].map(topic_kind))
-        per_topic.insert(2, "group", per_topic["topic"].map(group_of))
+        after_topic = per_topic.columns.get_loc("topic") + 1
+        per_topic.insert(after_topic, "kind", per_topic["topic"].map(topic_kind))
+        per_topic.insert(after_topic + 1, "group", per_topic["topic"].map(group_of))
         system_rows = per_topic["kind"] == SYSTEM
         system = per_topic[system_rows].drop(columns=["kind", "group"]).reset_index(drop=True)
         per_topic = per_topic[~system_rows].reset_index(drop=True)
