@@ -209,20 +209,52 @@ def make_server(service: ReportService, host: str, port: int) -> ThreadingHTTPSe
 
 
 def warm_up(spark) -> None:
-    """Run every report once over an empty store, so the first real request finds the Python
-    workers started and the jobs' code loaded."""
+    """Run every report once over a small store of every kind of record, so the first real
+    request finds the Python workers started and the jobs' code (scan, joins, aggregations,
+    charts) loaded and compiled: over an empty store, the first request took 4.4 s against
+    3.1 s for the next ones."""
     from rocketmq_emu.reports.runner import run_reports
     from rocketmq_emu.reports.stores import Store
 
     work = tempfile.mkdtemp(prefix="rmq-emu-report-warm-")
     try:
-        os.makedirs(os.path.join(work, "store", "commitlog"))
-        os.makedirs(os.path.join(work, "store", "consumequeue"))
-        store = Store("warm-up", os.path.join(work, "store"))
-        run_reports(spark, [store], "all", os.path.join(work, "out"), _default_levels(),
-                    LineStream(lambda _line: None))
+        root = os.path.join(work, "store")
+        write_warm_up_store(root)
+        run_reports(spark, [Store("warm-up", root)], "all", os.path.join(work, "out"),
+                    _default_levels(), LineStream(lambda _line: None))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def write_warm_up_store(root: str) -> None:
+    """A store with what the reports look at (the broker's own MessageStore writes it): user
+    messages, a delay-level copy and its re-put, a retry, a dead letter, a committed offset."""
+    from twisted.internet.task import Clock
+
+    from rocketmq_emu.broker.commitlog.record import MessageRecord
+    from rocketmq_emu.broker.message import RMQ_SYS_SCHEDULE_TOPIC
+    from rocketmq_emu.broker.store import MessageStore, MessageStoreConfig
+
+    clock = Clock()
+    clock.advance(time.time())
+    store = MessageStore(MessageStoreConfig(
+        store_path_root_dir=root, mapped_file_size_commitlog=1 << 20,
+        mapped_file_size_consume_queue=100 * 20, max_hash_slot_num=100, max_index_num=400,
+    ), clock)
+    store.load()
+    store.start()
+    host = ("127.0.0.1", 10911)
+    delayed = {"UNIQ_KEY": "W" * 32, "DELAY": "1", "REAL_TOPIC": "WarmUp", "REAL_QID": "0"}
+    records = [("WarmUp", i % 2, {"UNIQ_KEY": f"W{i:031d}", "TAGS": "t"}) for i in range(8)]
+    records += [(RMQ_SYS_SCHEDULE_TOPIC, 0, delayed), ("WarmUp", 0, delayed),
+                ("%RETRY%warm", 0, {"UNIQ_KEY": "R" * 32, "RETRY_TOPIC": "WarmUp"}),
+                ("%DLQ%warm", 0, {"UNIQ_KEY": "R" * 32, "RETRY_TOPIC": "WarmUp"})]
+    for topic, queue_id, props in records:
+        clock.advance(1.5)
+        store.put_message(MessageRecord(topic=topic, body=b"warm-up", queue_id=queue_id,
+                                        properties=props, born_host=host, store_host=host))
+    store.consumer_offsets.commit_offset("127.0.0.1", "warm", "WarmUp", 0, 1)
+    store.shutdown()
 
 
 def _default_levels() -> str:
