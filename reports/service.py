@@ -303,9 +303,8 @@ def serve(args: argparse.Namespace) -> int:
         print(f"rmq-emu: error: a report service already runs at {running['url']} "
               f"(pid {running['pid']}, state file {path})", file=sys.stderr)
         return 2
+    service = ReportService(None, args.remote or args.master or "local[*]")
     try:
-        server = None
-        service = ReportService(None, args.remote or args.master or "local[*]")
         server = make_server(service, args.host, args.port)
     except OSError as exc:
         print(f"rmq-emu: error: report service cannot listen on {args.host}:{args.port}: "
