@@ -20,6 +20,8 @@ several brokers, rows whose ``brokerName`` is ``(cluster)`` total the whole clus
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -41,7 +43,7 @@ from rocketmq_emu.reports.topics import (
 )
 
 NAME = "traffic"
-STAGES = 6
+STAGES = 5
 TOP_PRODUCERS = 20
 TOP_TOPICS = 8
 DESCRIPTION = ("How many messages and bytes each topic stored, over time, from which producers "
@@ -79,6 +81,53 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
         errors = inputs.errors(bad)
         # The user's topics and their retry/DLQ topics: what every table but per-topic counts.
         user = good.where(~_is_system())
+    # Producers and sizes depend on nothing else here: their Spark jobs run beside the chain
+    # per topic -> time span -> per bucket, which is the report's longest.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        producers_job = pool.submit(_producers, user, several, len(inputs.stores))
+        sizes_job = pool.submit(_sizes, user, several)
+        report.tables, chart_args = _tables(good, user, several, progress, producers_job,
+                                            sizes_job)
+    inputs.release(df)
+    with progress.stage("charts"):
+        per_topic, over_time, producers, sizes, system, revive, bucket_seconds, bucket_name = \
+            chart_args
+        _charts(report, per_topic, over_time, producers, sizes, several, bucket_seconds,
+                bucket_name)
+        report.summary = _summary(per_topic, system, revive, producers, several,
+                                  len(inputs.stores), bucket_name)
+        report.notes = error_notes(errors)
+    return report
+
+
+def _producers(user, several: bool, stores: int):
+    """The top producers (born host IP), per broker and over the cluster."""
+    ip = F.regexp_replace(F.regexp_extract("bornHost", r"^(.*):\d+$", 1), r"[\[\]]", "")
+    return to_pandas(
+        by_broker(user.withColumn("producer", ip), ["producer"], [
+            F.count("*").alias("messages"),
+            F.sum("totalSize").alias("bytes"),
+            F.countDistinct("topic").alias("topics"),
+        ], several)
+        .orderBy(F.desc("messages"), "producer", BROKER)
+        .limit(TOP_PRODUCERS * (stores + several))
+    )
+
+
+def _sizes(user, several: bool):
+    """Messages per power-of-two body size bucket."""
+    bucket = F.when(F.col("bodyLength") <= 0, F.lit(0)).otherwise(
+        F.pow(F.lit(2), F.ceil(F.log2(F.col("bodyLength")))).cast("long")
+    )
+    return to_pandas(
+        by_broker(user, [bucket.alias("bodyBytesUpTo")], [F.count("*").alias("messages")],
+                  several),
+        order=("bodyBytesUpTo", BROKER))
+
+
+def _tables(good, user, several: bool, progress: Progress, producers_job, sizes_job):
+    """The report's tables (per topic, over time, per minute and hour, producers, sizes,
+    system topics, revive log) and what the charts are drawn from."""
     with progress.stage("messages and bytes per topic"):
         per_topic = to_pandas(
             by_broker(good, ["topic"], [
@@ -117,44 +166,21 @@ def run(spark: SparkSession, source: Inputs | str, progress: Progress | None = N
         over_time = _rollup(fine, bucket_seconds, "bucketStart")
         over_time.insert(over_time.columns.get_loc("bucketStart") + 1, "bucketSeconds",
                          bucket_seconds)
-    with progress.stage("top producers (born host)"):
-        ip = F.regexp_replace(F.regexp_extract("bornHost", r"^(.*):\d+$", 1), r"[\[\]]", "")
-        producers = to_pandas(
-            by_broker(user.withColumn("producer", ip), ["producer"], [
-                F.count("*").alias("messages"),
-                F.sum("totalSize").alias("bytes"),
-                F.countDistinct("topic").alias("topics"),
-            ], several)
-            .orderBy(F.desc("messages"), "producer", BROKER)
-            .limit(TOP_PRODUCERS * (len(inputs.stores) + several))
-        )
-    with progress.stage("body size distribution"):
-        bucket = F.when(F.col("bodyLength") <= 0, F.lit(0)).otherwise(
-            F.pow(F.lit(2), F.ceil(F.log2(F.col("bodyLength")))).cast("long")
-        )
-        sizes = to_pandas(
-            by_broker(user, [bucket.alias("bodyBytesUpTo")], [F.count("*").alias("messages")],
-                      several),
-            order=("bodyBytesUpTo", BROKER))
-    inputs.release(df)
-    with progress.stage("charts"):
-        report.tables = {
-            "per_topic": per_topic,
-            "messages_over_time": over_time,
-            "per_topic_minute": per_minute,
-            "per_topic_hour": per_hour,
-            "top_producers": producers,
-            "size_distribution": sizes,
-            "system_topics": system,
-            "pop_revive_log": revive,
-        }
-        _charts(report, per_topic, over_time, producers, sizes, several, bucket_seconds,
-                bucket_name)
-        report.summary = _summary(per_topic, system, revive, producers, several,
-                                  len(inputs.stores), bucket_name)
-        report.notes = error_notes(errors)
-    return report
-
+    with progress.stage("top producers (born host) and body sizes"):
+        producers = producers_job.result()
+        sizes = sizes_job.result()
+    tables = {
+        "per_topic": per_topic,
+        "messages_over_time": over_time,
+        "per_topic_minute": per_minute,
+        "per_topic_hour": per_hour,
+        "top_producers": producers,
+        "size_distribution": sizes,
+        "system_topics": system,
+        "pop_revive_log": revive,
+    }
+    return tables, (per_topic, over_time, producers, sizes, system, revive, bucket_seconds,
+                    bucket_name)
 
 def _labelled(frame, top: list[str]):
     """``frame``'s rows of the ``top`` topics, with ``topic`` as the charts name it."""
