@@ -18,7 +18,6 @@ import importlib.util
 import logging
 import os
 import sys
-import threading
 
 from rocketmq_emu.broker.cli_errors import port_number
 from rocketmq_emu.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
@@ -142,12 +141,7 @@ def main(args: argparse.Namespace) -> int:
 
     # A session already running in this process (tests, notebooks) is used and left running.
     owned = SparkSession.getActiveSession() is None
-    # What the reports need beside Spark is imported while the JVM starts (that wait is the
-    # JVM's CPU, not this interpreter's): about 2 s off a cold report here.
-    preload = threading.Thread(target=_preload, daemon=True)
-    preload.start()
     spark = get_session(args.master, remote=args.remote, quick=is_small(stores))
-    preload.join()
     from rocketmq_emu.reports.runner import run_reports
 
     if len(stores) > 1:
@@ -159,14 +153,6 @@ def main(args: argparse.Namespace) -> int:
         if owned:
             stop_session(spark)
     return 0
-
-
-def _preload() -> None:
-    """Import the report path's modules (pandas, pyarrow, matplotlib's Agg canvas)."""
-    import matplotlib.backends.backend_agg  # noqa: F401
-    import matplotlib.figure  # noqa: F401
-
-    import rocketmq_emu.reports.runner  # noqa: F401
 
 
 def _serve(args: argparse.Namespace) -> int:
