@@ -42,6 +42,15 @@ def missing_packages() -> list[str]:
     return missing
 
 
+def lacks_extra() -> bool:
+    """Whether the ``[reports]`` extra is missing; if so, one line says what to install."""
+    missing = missing_packages()
+    if missing:
+        print(f"rmq-emu report: needs {', '.join(missing)} (not installed): {INSTALL_HINT}",
+              file=sys.stderr)
+    return bool(missing)
+
+
 def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the report arguments to ``parser``."""
     parser.add_argument(
@@ -130,10 +139,7 @@ def main(args: argparse.Namespace) -> int:
 
         return run_remote(service, args.name, store_args(args.store),
                           os.path.abspath(args.out), args.delay_levels)
-    missing = missing_packages()
-    if missing:
-        print(f"rmq-emu report: needs {', '.join(missing)} (not installed): {INSTALL_HINT}",
-              file=sys.stderr)
+    if lacks_extra():
         return 1
     from pyspark.sql import SparkSession
 
@@ -157,10 +163,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     """``rmq-emu report serve``: needs the extra like a report does."""
-    missing = missing_packages()
-    if missing:
-        print(f"rmq-emu report: needs {', '.join(missing)} (not installed): {INSTALL_HINT}",
-              file=sys.stderr)
+    if lacks_extra():
         return 1
     from rocketmq_emu.reports.service import serve
 
