@@ -35,7 +35,8 @@ import traceback
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from rocketmq_emu.reports.service_client import read_state, state_path
+from rocketmq_emu.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
+from rocketmq_emu.reports.service_client import answers, read_state, state_path
 from rocketmq_emu.reports.stores import StoreError, resolve
 
 log = logging.getLogger(__name__)
@@ -100,8 +101,6 @@ class ReportService:
         out = request.get("out")
         if not isinstance(out, str) or not os.path.isabs(out):
             raise ValueError("out: an absolute directory path")
-        from rocketmq_emu.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
-
         levels = request.get("delayLevels") or DEFAULT_MESSAGE_DELAY_LEVEL
         if not isinstance(levels, str):
             raise ValueError("delayLevels: the broker's messageDelayLevel string")
@@ -221,7 +220,7 @@ def warm_up(spark) -> None:
         root = os.path.join(work, "store")
         write_warm_up_store(root)
         run_reports(spark, [Store("warm-up", root)], "all", os.path.join(work, "out"),
-                    _default_levels(), LineStream(lambda _line: None))
+                    DEFAULT_MESSAGE_DELAY_LEVEL, LineStream(lambda _line: None))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -257,22 +256,6 @@ def write_warm_up_store(root: str) -> None:
     store.shutdown()
 
 
-def _default_levels() -> str:
-    from rocketmq_emu.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL
-
-    return DEFAULT_MESSAGE_DELAY_LEVEL
-
-
-def _answers(url: str) -> bool:
-    from rocketmq_emu.reports.service_client import health
-
-    try:
-        health(url)
-    except Exception:  # noqa: BLE001 - anything but a health answer: not a service
-        return False
-    return True
-
-
 def write_state(path: str, state: dict) -> None:
     """Write the state file atomically, readable by this user only."""
     directory = os.path.dirname(path) or "."
@@ -299,7 +282,7 @@ def serve(args: argparse.Namespace) -> int:
     listen on or a service already running under the same state file."""
     path = args.state_file or state_path()
     running = read_state(path)
-    if running is not None and running.get("pid") != os.getpid() and _answers(running["url"]):
+    if running is not None and running.get("pid") != os.getpid() and answers(running["url"]):
         print(f"rmq-emu: error: a report service already runs at {running['url']} "
               f"(pid {running['pid']}, state file {path})", file=sys.stderr)
         return 2

@@ -69,13 +69,17 @@ def find_service(explicit: str | None) -> str | None:
             raise ServiceError(f"report service {url} does not answer ({_reason(exc)})") from None
         return url
     state = read_state(state_path())
-    if state is None:
-        return None
+    # A stale file of a service that is gone or not ready: run here.
+    return state["url"] if state is not None and answers(state["url"]) else None
+
+
+def answers(url: str) -> bool:
+    """Whether a report service answers ``GET /health`` at ``url``."""
     try:
-        health(state["url"])
+        health(url)
     except (OSError, ValueError, http.client.HTTPException):
-        return None  # a stale file of a service that is gone or not ready: run here
-    return state["url"]
+        return False
+    return True
 
 
 def read_state(path: str) -> dict | None:
