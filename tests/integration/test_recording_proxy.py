@@ -9,7 +9,14 @@ from __future__ import annotations
 import logging
 
 import pytest_twisted
-from test_recording_replay import cluster, enforcing, fresh, namesrv_addr, session  # noqa: F401
+from test_recording_replay import (  # noqa: F401 - fresh, enforcing: imported fixtures
+    cluster,
+    enforcing,
+    fresh,
+    namesrv_addr,
+    running,
+    session,
+)
 from twisted.internet import defer, reactor, task
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 from twisted.internet.protocol import Protocol
@@ -40,10 +47,8 @@ async def through_proxy(path, upstream: str, tls=None) -> tuple:
 @pytest_twisted.async_yield_fixture
 async def upstream(tmp_path):
     """The 'real' broker: an emulator with its name server."""
-    c = cluster(tmp_path / "upstream")
-    await c.start()
-    yield c
-    await c.stop()
+    async with running(cluster(tmp_path / "upstream")) as c:
+        yield c
 
 
 @pytest_twisted.ensureDeferred

@@ -6,8 +6,10 @@ The session is recorded once per module; each test replays it (or a damaged copy
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -49,12 +51,27 @@ def namesrv_addr(c: Cluster) -> str:
     return f"127.0.0.1:{c.namesrv.port}"
 
 
-async def session(ns: str) -> None:
-    """What the recorded client does."""
+async def create_topic(ns: str, topic: str, queues: int) -> None:
+    """Create ``topic`` with ``queues`` queues through an admin client of name server ``ns``."""
     admin = Admin(ns)
     await admin.start()
-    await admin.create_topic(TOPIC, 2)
+    await admin.create_topic(topic, queues)
     await admin.shutdown()
+
+
+@contextlib.asynccontextmanager
+async def running(c: Cluster) -> AsyncIterator[Cluster]:
+    """``c`` started, and stopped when the block ends."""
+    await c.start()
+    try:
+        yield c
+    finally:
+        await c.stop()
+
+
+async def session(ns: str) -> None:
+    """What the recorded client does."""
+    await create_topic(ns, TOPIC, 2)
     producer = Producer("ReplayProducer", ns)
     await producer.start()
     queue = MessageQueue(TOPIC, "broker-a", 0)
@@ -95,29 +112,23 @@ async def recorded(tmp_path_factory):
 @pytest_twisted.async_yield_fixture
 async def fresh(tmp_path):
     """A fresh emulator (another store, other ports) to replay against."""
-    c = cluster(tmp_path / "fresh")
-    await c.start()
-    yield c
-    await c.stop()
+    async with running(cluster(tmp_path / "fresh")) as c:
+        yield c
 
 
 @pytest_twisted.async_yield_fixture
 async def recording_target(tmp_path):
     """A fresh emulator that records what the replay sends it: (cluster, recording path)."""
     path = tmp_path / "target.rec"
-    c = cluster(tmp_path / "target", record=str(path))
-    await c.start()
-    yield c, path
-    await c.stop()
+    async with running(cluster(tmp_path / "target", record=str(path))) as c:
+        yield c, path
 
 
 @pytest_twisted.async_yield_fixture
 async def renamed(tmp_path):
     """An emulator whose broker has another name: its route answers differ."""
-    c = cluster(tmp_path / "renamed", name="broker-z")
-    await c.start()
-    yield c
-    await c.stop()
+    async with running(cluster(tmp_path / "renamed", name="broker-z")) as c:
+        yield c
 
 
 async def rmq_emu(*args: str) -> tuple[str, str, int]:
@@ -301,10 +312,7 @@ async def test_broker_that_hangs_up_or_stays_silent_differs_with_a_reason(
 async def push_session(ns: str) -> int:
     """A push consumer waiting in a long-polling pull while a producer sends: the pulls the
     sends wake; how many messages were consumed."""
-    admin = Admin(ns)
-    await admin.start()
-    await admin.create_topic("PushReplayTopic", 1)
-    await admin.shutdown()
+    await create_topic(ns, "PushReplayTopic", 1)
     got: list = []
     consumer = PushConsumer("PushReplayGroup", ns, lambda msgs, ctx: got.extend(msgs) or None,
                             consume_from_where="CONSUME_FROM_FIRST_OFFSET", suspend_ms=3000,
@@ -350,10 +358,8 @@ async def enforcing(tmp_path):
     cfg = BrokerConfig(broker_name="broker-a", listen_port=free_broker_port("127.0.0.1"),
                        store_path_root_dir=str(tmp_path / "tls"), **TEST_BROKER_SETTINGS)
     cfg.tls = TlsConfig(mode=TlsMode("enforcing"))
-    c = Cluster(ClusterSpec(brokers=[cfg], namesrv_port=0), reactor)
-    await c.start()
-    yield c
-    await c.stop()
+    async with running(Cluster(ClusterSpec(brokers=[cfg], namesrv_port=0), reactor)) as c:
+        yield c
 
 
 @pytest_twisted.ensureDeferred
@@ -399,10 +405,7 @@ async def test_a_route_the_target_knew_sooner_is_timing_not_a_difference(tmp_pat
     routes = [ex for ex in plan.compared if ex.request.code == RequestCode.GET_ROUTEINFO_BY_TOPIC
               and ex.request.ext_fields.get("topic") == ROUTE_TOPIC]
     assert routes[0].response.code == 17 and routes[-1].response.code == 0  # TOPIC_NOT_EXIST
-    admin = Admin(namesrv_addr(fresh))
-    await admin.start()
-    await admin.create_topic(ROUTE_TOPIC, 4)
-    await admin.shutdown()
+    await create_topic(namesrv_addr(fresh), ROUTE_TOPIC, 4)
     result = await replay(reactor, plan, namesrv_addr(fresh))
     blocks = "\n".join(line for o in result.outcomes if not o.matched for line in describe(o))
     assert result.differed == 0, blocks
@@ -416,10 +419,7 @@ ONEWAY_TOPIC = "OnewayTiming"
 async def oneway_session(ns: str) -> None:
     """A oneway send on the producer's connection, then two pulls of the queue on the
     consumer's: the first finds the message, the second (from the next offset) nothing."""
-    admin = Admin(ns)
-    await admin.start()
-    await admin.create_topic(ONEWAY_TOPIC, 2)
-    await admin.shutdown()
+    await create_topic(ns, ONEWAY_TOPIC, 2)
     producer = Producer("OnewayProducer", ns)
     await producer.start()
     queue = MessageQueue(ONEWAY_TOPIC, "broker-a", 0)
