@@ -3,11 +3,13 @@ Node client test suites get the harness's powers: clock advance, fault rules, th
 topic / queue / offset state, broker stop / restart / unreachable, reset.
 
 Served with ``twisted.web`` on 127.0.0.1 unless told otherwise; the OpenAPI 3 description is at
-``GET /openapi.json`` and ``GET /`` points to it. Every answer is JSON (``GET /`` answers HTML to a
-browser); errors are ``{"error": "..."}`` with status 400 or 404, or 503 when a broker fails to
-(re)start.
+``GET /openapi.json`` and ``GET /`` points to it. Every answer is JSON, except the dashboard's
+page (:mod:`rocketmq_emu.client.dashboard`: ``GET /`` to a browser, ``/dashboard/<file>``),
+whose JSON endpoints are routed here too; errors are ``{"error": "..."}`` with status 400, 404,
+405, 409 or 413, 502 when a broker does not answer, 503 when one fails to (re)start.
 
-Bound to an address that is not loopback, the API requires a bearer token (given, or generated
+Bound to an address that is not loopback, the API requires a bearer token (the dashboard's
+static files, which hold no data, excepted) (given, or generated
 by :func:`resolve_token`); a token given explicitly is required on loopback too. Every request
 without ``Authorization: Bearer <token>`` is answered 401 with ``WWW-Authenticate: Bearer``
 (:func:`bearer_ok` compares in constant time).
@@ -37,17 +39,10 @@ from urllib.parse import parse_qs
 from twisted.internet import defer
 from twisted.web import resource, server
 
+from rocketmq_emu.client.api_errors import ApiError
 from rocketmq_emu.client.control_spec import OPENAPI, parse_selectors
 
 log = logging.getLogger(__name__)
-
-
-class ApiError(Exception):
-    """A client error: status and message."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 #: RFC 6750's ``b64token``: what a bearer token may contain (``secrets.token_urlsafe`` fits).
@@ -105,10 +100,6 @@ def bearer_ok(authorization: bytes | str | None, token: str) -> bool:
     if scheme.lower() != b"bearer":
         return False
     return hmac.compare_digest(credentials.strip(), token.encode("ascii"))
-
-
-class _Html(str):
-    """An endpoint's answer sent as ``text/html`` instead of JSON."""
 
 
 class BrokerView(Protocol):
@@ -176,6 +167,8 @@ class ControlResource(resource.Resource):
         self.clock = clock
         #: Fault rules and the request log (a FaultInjector hooked into the cluster).
         self.faults = faults
+        #: The dashboard's endpoints, once a request needed them (:meth:`dashboard`).
+        self._dashboard: Any = None
         self.routes: dict[tuple[str, str], Callable[..., Any]] = {
             ("GET", ""): self.index,
             ("GET", "openapi.json"): lambda req, body: OPENAPI,
@@ -188,8 +181,6 @@ class ControlResource(resource.Resource):
             ("DELETE", "faults"): self.clear_faults,
             ("GET", "requests"): self.requests,
             ("DELETE", "requests"): self.clear_requests,
-            ("GET", "topics"): self.topics,
-            ("POST", "topics"): self.create_topic,
             ("GET", "offsets"): self.offsets,
             ("GET", "messages"): self.messages,
             ("POST", "broker/stop"): lambda req, body: self._done(
@@ -212,12 +203,16 @@ class ControlResource(resource.Resource):
 
     # --- plumbing -------------------------------------------------------------------------------
     def render(self, request: Any) -> Any:
+        method = request.method.decode()
+        path = request.path.decode().strip("/")
+        if method == "GET":
+            page = self._page(request, path)
+            if page is not None:
+                return page
         if self.token is not None:
             denied = self._unauthorized(request)
             if denied is not None:
                 return denied
-        method = request.method.decode()
-        path = request.path.decode().strip("/")
         try:
             handler, args = self._route(method, path)
             raw = request.content.read() if request.content is not None else b""
@@ -227,6 +222,9 @@ class ControlResource(resource.Resource):
             return self._write(request, {"error": str(exc)}, exc.status)
         except (ValueError, KeyError, TypeError) as exc:
             return self._write(request, {"error": str(exc)}, 400)
+        except Exception as exc:  # a defect: one line to the caller, the traceback to the log
+            log.exception("control API %s /%s failed", method, path)
+            return self._write(request, {"error": f"internal error: {exc}"}, 500)
         if isinstance(result, defer.Deferred):
             def ok(value: Any) -> None:
                 self._finish(request, value, 200)
@@ -241,6 +239,23 @@ class ControlResource(resource.Resource):
             result.addCallbacks(ok, failed)
             return server.NOT_DONE_YET
         return self._write(request, result, 200)
+
+    @staticmethod
+    def _page(request: Any, path: str) -> bytes | None:
+        """The dashboard's static files: ``/`` to a browser (``Accept: text/html``) and
+        ``/dashboard/<file>``; they hold no data, so no token is asked for them."""
+        if path == "":
+            accept = (request.getHeader(b"accept") or b"").decode("latin-1")
+            name = "index.html" if "text/html" in accept else None
+        elif path.startswith("dashboard/"):
+            name = path[len("dashboard/"):]
+        else:
+            return None
+        if name is None:
+            return None
+        from rocketmq_emu.client.dashboard import static_files
+
+        return static_files.serve(request, name)
 
     def _unauthorized(self, request: Any) -> bytes | None:
         """A 401 answer (JSON error, ``WWW-Authenticate: Bearer``) unless ``request`` carries
@@ -264,18 +279,26 @@ class ControlResource(resource.Resource):
         parts = path.split("/")
         if len(parts) == 2 and parts[0] == "faults" and method == "DELETE":
             return self.remove_fault, (parts[1],)
-        if len(parts) >= 2 and parts[0] == "topics" and method == "GET":
-            return self.topic, ("/".join(parts[1:]),)
-        if any(p == path for (_, p) in self.routes):
+        found = self.dashboard().route(method, path)
+        if found is not None:
+            return found
+        if any(p == path for (_, p) in self.routes) or path in self.dashboard().paths():
             raise ApiError(405, f"method {method} not allowed on /{path}")
         raise ApiError(404, f"no such endpoint: {method} /{path}")
+
+    def dashboard(self) -> Any:
+        """The dashboard's endpoints (:mod:`rocketmq_emu.client.dashboard.routes`), imported
+        and built on the first request that needs them."""
+        if self._dashboard is None:
+            from rocketmq_emu.client.dashboard.routes import DashboardRoutes
+
+            self._dashboard = DashboardRoutes(self.cluster, lambda: self.clock_state(None, None),
+                                              tools_use_tls(self.cluster))
+        return self._dashboard
 
     @staticmethod
     def _write(request: Any, value: Any, status: int) -> bytes:
         request.setResponseCode(status)
-        if isinstance(value, _Html):
-            request.setHeader(b"content-type", b"text/html; charset=utf-8")
-            return value.encode()
         request.setHeader(b"content-type", b"application/json")
         return json.dumps(value, default=str).encode()
 
@@ -316,17 +339,9 @@ class ControlResource(resource.Resource):
 
     # --- endpoints ------------------------------------------------------------------------------
     def index(self, request: Any, body: Any) -> Any:
-        """``GET /``: the way to ``/openapi.json`` (HTML for a browser, else JSON)."""
-        paths = sorted(OPENAPI["paths"])
-        accept = (request.getHeader(b"accept") or b"").decode("latin-1")
-        if "text/html" in accept:
-            items = "".join(f"<li><code>{p}</code></li>" for p in paths)
-            return _Html("<!DOCTYPE html><html><head><meta charset='utf-8'>"
-                         "<title>rmq-emu control API</title></head><body>"
-                         "<h1>rmq-emu control API</h1><p>OpenAPI 3 description: "
-                         "<a href='/openapi.json'>/openapi.json</a></p>"
-                         f"<ul>{items}</ul></body></html>")
-        return {"name": "rmq-emu control API", "openapi": "/openapi.json", "paths": paths}
+        """``GET /`` asked for JSON: the way to ``/openapi.json`` (a browser gets the dashboard)."""
+        return {"name": "rmq-emu control API", "openapi": "/openapi.json", "dashboard": "/",
+                "paths": sorted(OPENAPI["paths"])}
 
     def health(self, request: Any, body: Any) -> dict:
         c = self.cluster
@@ -404,59 +419,6 @@ class ControlResource(resource.Resource):
         if store is None:
             raise ApiError(404, "the broker is stopped")
         return store
-
-    def _queues(self, store: Any, topic: str, n: int) -> list[dict]:
-        out = []
-        for qid in range(n):
-            out.append({"queueId": qid, "minOffset": store.get_min_offset_in_queue(topic, qid),
-                        "maxOffset": store.get_max_offset_in_queue(topic, qid)})
-        return out
-
-    def _topic_table(self, store: Any) -> dict:
-        tc = store.topic_config
-        table = getattr(tc, "table", None) or getattr(tc, "topic_config_table", None)
-        if table is None and hasattr(tc, "all"):
-            table = tc.all()
-        return dict(table or {})
-
-    @staticmethod
-    def _nums(cfg: Any) -> int:
-        if isinstance(cfg, dict):
-            return int(max(cfg.get("readQueueNums", 0), cfg.get("writeQueueNums", 0)))
-        return int(max(getattr(cfg, "read_queue_nums", 0), getattr(cfg, "write_queue_nums", 0)))
-
-    def topics(self, request: Any, body: Any) -> list:
-        store = self._store(request)
-        return [{"topic": name, "queues": self._queues(store, name, self._nums(cfg))}
-                for name, cfg in sorted(self._topic_table(store).items())]
-
-    def create_topic(self, request: Any, body: Any) -> defer.Deferred:
-        if not isinstance(body, dict) or not body.get("topic"):
-            raise ApiError(400, 'give {"topic": name, "queues": n, "broker": name?}')
-        topic = str(body["topic"])
-        queues = int(body.get("queues", 4))
-        broker = self._broker(body)
-        from rocketmq_emu.client.admin import Admin
-
-        admin = Admin(self.cluster.namesrv_addr, tls=tools_use_tls(self.cluster))
-        names = [broker] if broker else [s.name for s in self.cluster.slots if s.running]
-
-        async def run() -> dict:
-            try:
-                for name in names:
-                    await admin.create_topic(topic, queues, broker_addr=self.cluster.broker_addrs[name])
-            finally:
-                await admin.shutdown()
-            return {"topic": topic, "queues": queues, "brokers": names}
-
-        return defer.ensureDeferred(run())
-
-    def topic(self, request: Any, body: Any, name: str) -> dict:
-        store = self._store(request)
-        cfg = self._topic_table(store).get(name)
-        if cfg is None:
-            raise ApiError(404, f"no topic {name}")
-        return {"topic": name, "queues": self._queues(store, name, self._nums(cfg))}
 
     def offsets(self, request: Any, body: Any) -> list:
         store = self._store(request)

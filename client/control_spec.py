@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rocketmq_emu.client.control_spec_dashboard import dashboard_paths
 from rocketmq_emu.client.faults import ACTIONS, TARGETS, parse_code, parse_rpc
 
 #: Request-code families accepted wherever the API takes a code. Clients send the same request
@@ -138,6 +139,8 @@ _BROKER_BODY = {"type": "object", "properties": {
 _START_FAILED = ("the broker could not start on its store (e.g. an unusable config file); "
                  "{\"error\": one line naming the broker and the cause}; it stays stopped")
 
+_TOPIC = {"name": "topic", "in": "path", "required": True, "schema": {"type": "string"}}
+
 OPENAPI: dict = {
     "openapi": "3.0.3",
     "info": {"title": "rmq-emu control API", "version": "1",
@@ -156,10 +159,10 @@ OPENAPI: dict = {
     "security": [{"bearerAuth": []}, {}],
     "paths": {
         "/": {"get": {
-            "summary": "Where the API is described: a link to /openapi.json and the paths",
+            "summary": "The dashboard to a browser; else where the API is described",
             "responses": {"200": {
-                "description": "JSON {name, openapi, paths}; an HTML page with the link when "
-                               "the Accept header asks for text/html (a browser)",
+                "description": "JSON {name, openapi, dashboard, paths}; the dashboard's page "
+                               "(no token needed) when the Accept header asks for text/html",
                 "content": {"application/json": {}, "text/html": {}}},
                 "401": _UNAUTHORIZED}}},
         "/health": {"get": _op("Addresses (name server, brokers, grpc: the gRPC "
@@ -199,16 +202,29 @@ OPENAPI: dict = {
             "delete": _op("Forget the conformance findings"),
         },
         "/topics": {
-            "get": _op("Topics with queue count and per-queue min/max offsets",
+            "get": _op("Topics: kind (user, system, retry, dlq) and group, type (NORMAL, FIFO, "
+                       "DELAY, TRANSACTION, MIXED), perm, queue counts, messages stored and "
+                       "per-queue min/max offsets",
                        params=[_q("broker", "string", "broker name (default: first)")]),
-            "post": _op("Create (or update) a topic on every broker, or on one",
+            "post": _op("Create (or update) a topic on every broker, or on one "
+                        "(UPDATE_AND_CREATE_TOPIC)",
                         {"type": "object", "required": ["topic"], "properties": {
                             "topic": {"type": "string"},
                             "queues": {"type": "integer", "default": 4},
-                            "broker": {"type": "string"}}}),
+                            "type": {"type": "string",
+                                     "enum": ["NORMAL", "FIFO", "DELAY", "TRANSACTION"]},
+                            "perm": {"type": "integer", "enum": [2, 4, 6], "default": 6},
+                            "broker": {"type": "string"}}},
+                        errors={"400": "a bad name, queue count, type or perm",
+                                "404": "no such broker", "409": "the broker refused"}),
         },
-        "/topics/{topic}": {"get": {**_op("One topic's queues"), "parameters": [
-            {"name": "topic", "in": "path", "required": True, "schema": {"type": "string"}}]}},
+        "/topics/{topic}": {
+            "get": {**_op("One topic: queues with min/max offsets and last store time "
+                          "(lastUpdateTimestamp), attributes, route over the brokers, consumer "
+                          "groups", errors={"404": "no such topic or broker"}),
+                    "parameters": [_TOPIC, _q("broker", "string", "broker name")]},
+            "delete": {**_op("Delete a topic from every broker and the name server",
+                             errors={"404": "no such topic"}), "parameters": [_TOPIC]}},
         "/offsets": {"get": _op("Committed consumer offsets (optionally of one group) with lag",
                                 params=[_q("group", "string", "consumer group"),
                                         _q("broker", "string", "broker name (default: first)")])},
@@ -233,3 +249,5 @@ OPENAPI: dict = {
         "/reset": {"post": _op("Remove fault rules and recorded requests")},
     },
 }
+
+OPENAPI["paths"].update(dashboard_paths(_op, _q))

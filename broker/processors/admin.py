@@ -22,7 +22,7 @@ import shutil
 from collections.abc import Callable
 from typing import Any
 
-from rocketmq_emu.broker import jsonutil
+from rocketmq_emu.broker import inspection, jsonutil
 from rocketmq_emu.broker.configs.subscription import SubscriptionGroupConfig
 from rocketmq_emu.broker.configs.topics import TopicConfig
 from rocketmq_emu.broker.processors.admin_topic_attributes import update_topic_with_attributes
@@ -265,16 +265,10 @@ class AdminBrokerProcessor:
         tc = ctx.topic_config.select_topic_config(h.topic)
         if tc is None:
             return cmd.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist")
-        table = []
-        for qid in range(tc.write_queue_nums):
-            min_off = max(ctx.store.get_min_offset_in_queue(h.topic, qid), 0)
-            max_off = max(ctx.store.get_max_offset_in_queue(h.topic, qid), 0)
-            last = 0
-            if max_off > 0:
-                last = max(ctx.store.get_message_store_timestamp(h.topic, qid, max_off - 1), 0)
-            table.append((_mq(h.topic, ctx.broker_name, qid),
-                          {"lastUpdateTimestamp": last, "maxOffset": max_off,
-                           "minOffset": min_off}))
+        table = [(_mq(h.topic, ctx.broker_name, q["queueId"]),
+                  {"lastUpdateTimestamp": q["lastUpdateTimestamp"], "maxOffset": q["maxOffset"],
+                   "minOffset": q["minOffset"]})
+                 for q in inspection.queue_stats(ctx, h.topic, tc.write_queue_nums)]
         body = b'{"offsetTable":' + jsonutil.dumps_object_keyed(table) + b"}"
         return cmd.response(ResponseCode.SUCCESS, body=body)
 
@@ -282,42 +276,14 @@ class AdminBrokerProcessor:
         """208: broker vs consumer offset of each queue the group consumes."""
         h = GetConsumeStatsRequestHeader.from_ext_fields(cmd.ext_fields)
         ctx = self.ctx
-        group = h.consumer_group
-        if h.topic:
-            topics = [h.topic]
-        else:
-            topics = sorted(ctx.consumer_offsets.which_topic_by_consumer(group))
-        table = []
-        group_info = ctx.consumer_manager.get_consumer_group_info(group)
-        for topic in topics:
-            tc = ctx.topic_config.select_topic_config(topic)
-            if tc is None:
-                log.warning("consumeStats, topic config not exist, %s", topic)
-                continue
-            if group_info is not None and group_info.subscription_table and \
-                    topic not in group_info.subscription_table:
-                log.warning("consumeStats, the consumer group[%s], topic[%s] not exist",
-                            group, topic)
-                continue
-            for qid in range(tc.read_queue_nums):
-                broker_offset = max(ctx.store.get_max_offset_in_queue(topic, qid), 0)
-                consumer_offset = max(ctx.consumer_offsets.query_offset(group, topic, qid), 0)
-                last = 0
-                if consumer_offset - 1 >= 0:
-                    last = max(ctx.store.get_message_store_timestamp(
-                        topic, qid, consumer_offset - 1), 0)
-                table.append((_mq(topic, ctx.broker_name, qid),
-                              {"brokerOffset": broker_offset, "consumerOffset": consumer_offset,
-                               "lastTimestamp": last}))
+        table = [(_mq(q["topic"], ctx.broker_name, q["queueId"]),
+                  {"brokerOffset": q["brokerOffset"], "consumerOffset": q["consumerOffset"],
+                   "lastTimestamp": q["lastTimestamp"]})
+                 for q in inspection.consume_stats(ctx, h.consumer_group, h.topic or None)]
         body = b'{"consumeTps":0.0,"offsetTable":' + jsonutil.dumps_object_keyed(table) + b"}"
         return cmd.response(ResponseCode.SUCCESS, body=body)
 
     # --- connections -----------------------------------------------------------------------
-    @staticmethod
-    def _connection(info: Any) -> dict[str, Any]:
-        return {"clientAddr": info.addr, "clientId": info.client_id,
-                "language": info.language, "version": info.version}
-
     def get_consumer_connection_list(self, cmd: RemotingCommand, conn: Any) -> RemotingCommand:
         """203: the group's connections, consume settings and subscriptions."""
         h = GetConsumerConnectionListRequestHeader.from_ext_fields(cmd.ext_fields)
@@ -326,7 +292,7 @@ class AdminBrokerProcessor:
             return cmd.response(ResponseCode.CONSUMER_NOT_ONLINE,
                                 f"the consumer group[{h.consumer_group}] not online")
         body = {
-            "connectionSet": [self._connection(c) for c in info.channel_info_table.values()],
+            "connectionSet": [inspection.connection(c) for c in info.channel_info_table.values()],
             "consumeFromWhere": info.consume_from_where,
             "consumeType": info.consume_type,
             "messageModel": info.message_model,
@@ -341,7 +307,7 @@ class AdminBrokerProcessor:
         if not channels:
             return cmd.response(ResponseCode.SYSTEM_ERROR,
                                 f"the producer group[{group}] not exist")
-        body = {"connectionSet": [self._connection(c) for c in channels.values()]}
+        body = {"connectionSet": [inspection.connection(c) for c in channels.values()]}
         return cmd.response(ResponseCode.SUCCESS, body=jsonutil.dumps(body))
 
     # --- offsets / groups ------------------------------------------------------------------

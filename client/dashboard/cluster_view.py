@@ -1,0 +1,115 @@
+"""``GET /cluster`` and ``GET /recording``: the name server, each broker (identity, TLS and ACL
+mode, store and disk, put/get counters and their rate) and whether the session is recorded.
+
+The rate is sampled from the brokers' own counters (``BrokerStats``, what
+GET_BROKER_RUNTIME_INFO reports) each time a page asks, at most once a second, and the last
+ten minutes of samples are kept: with no page open nothing is sampled and nothing grows.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rocketmq_emu.broker.processors.admin import VERSION_DESC
+
+#: How long the samples behind the throughput chart go back.
+WINDOW_S = 600.0
+#: Samples closer together than this are not kept (two pages open poll twice as often).
+MIN_STEP_S = 1.0
+
+
+def dir_bytes(path: Path) -> int:
+    """Bytes the files under ``path`` take on disk (0 when it does not exist): allocated
+    blocks, not sizes, as a mapped file is created at its full size and filled later."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                continue  # a file removed meanwhile (retention, a consume queue deleted)
+    return total
+
+
+class ThroughputSamples:
+    """Put/get counters of each broker sampled on request; rates between successive samples."""
+
+    def __init__(self, wall: Callable[[], float] = time.time) -> None:
+        self.wall = wall
+        #: broker name -> (wall seconds, put total, get total, the BrokerStats sampled)
+        self._samples: dict[str, deque[tuple[float, int, int, Any]]] = {}
+
+    def sample(self, broker: str, stats: Any) -> list[dict[str, float]]:
+        """Take a sample of ``stats`` (unless the last is under a second old) and return the
+        rates: ``[{"t": ms, "put": msg/s, "get": msg/s}]``, one per step between samples. A
+        restarted broker counts from zero with a new ``stats``: its history starts again."""
+        now = self.wall()
+        samples = self._samples.setdefault(broker, deque())
+        if samples and samples[-1][3] is not stats:
+            samples.clear()
+        if not samples or now - samples[-1][0] >= MIN_STEP_S:
+            samples.append((now, stats.put_total, stats.get_total, stats))
+        while samples and now - samples[0][0] > WINDOW_S:
+            samples.popleft()
+        out = []
+        points = list(samples)
+        for (t0, put0, get0, _), (t1, put1, get1, _) in zip(points, points[1:], strict=False):
+            span = t1 - t0
+            out.append({"t": int(t1 * 1000), "put": round((put1 - put0) / span, 2),
+                        "get": round((get1 - get0) / span, 2)})
+        return out
+
+
+def recording(cluster: Any) -> dict[str, Any]:
+    """Whether the cluster records its traffic (``--record``), to which file, how big it is."""
+    recorder = getattr(cluster, "recorder", None)
+    if recorder is None:
+        return {"enabled": False, "file": None, "bytes": None}
+    try:
+        size = os.stat(recorder.path).st_size
+    except OSError:
+        size = None
+    return {"enabled": True, "file": str(recorder.path), "bytes": size}
+
+
+def _disk(store_dir: Path) -> dict[str, int]:
+    probe = store_dir if store_dir.exists() else Path(".")
+    usage = shutil.disk_usage(probe)
+    return {"total": usage.total, "free": usage.free, "storeBytes": dir_bytes(store_dir)}
+
+
+def broker_row(cluster: Any, slot: Any, samples: ThroughputSamples) -> dict[str, Any]:
+    """One broker of the Cluster view."""
+    cfg = slot.config or slot.template
+    tls = getattr(cfg, "tls", None)
+    row: dict[str, Any] = {
+        "name": slot.name, "addr": cluster.broker_addrs.get(slot.name), "running": slot.running,
+        "version": VERSION_DESC, "cluster": getattr(cfg, "broker_cluster_name", None),
+        "tls": tls.mode.value if tls is not None else None,
+        "acl": bool(getattr(cfg, "acl_enable", False)), "store": str(slot.store_dir),
+        "disk": _disk(Path(slot.store_dir)), "putTotal": None, "getTotal": None, "tps": [],
+    }
+    if slot.running and slot.controller is not None:
+        stats = slot.controller.ctx.stats
+        row.update(putTotal=stats.put_total, getTotal=stats.get_total,
+                   bootTimestamp=slot.controller.ctx.boot_timestamp,
+                   tps=samples.sample(slot.name, stats))
+    return row
+
+
+def cluster_view(cluster: Any, clock_state: dict[str, Any],
+                 samples: ThroughputSamples) -> dict[str, Any]:
+    """``GET /cluster``."""
+    first = (cluster.slots[0].config or cluster.slots[0].template) if cluster.slots else None
+    return {
+        "clusterName": getattr(first, "broker_cluster_name", None),
+        "namesrv": cluster.namesrv_addr, "grpc": getattr(cluster, "grpc_endpoint", None),
+        "now_ms": clock_state["now_ms"], "clock": clock_state, "recording": recording(cluster),
+        "brokers": [broker_row(cluster, s, samples) for s in cluster.slots],
+    }

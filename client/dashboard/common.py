@@ -1,0 +1,66 @@
+"""What every dashboard endpoint needs: query parameters checked into values (a bad one is a
+400 with one line), the broker a request names, and how a topic name reads."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs
+
+from rocketmq_emu.broker.message import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from rocketmq_emu.client.api_errors import ApiError
+
+
+def query(request: Any) -> dict[str, str]:
+    """The request's query parameters (the last value of each)."""
+    qs = parse_qs(request.uri.decode("latin-1").partition("?")[2])
+    return {k: v[-1] for k, v in qs.items()}
+
+
+def int_arg(q: dict[str, str], name: str, default: int | None = None, *, low: int | None = None,
+            high: int | None = None) -> int:
+    """Query parameter ``name`` as an integer within [low, high]; 400 if absent without a default,
+    not an integer or out of range."""
+    raw = q.get(name)
+    if raw is None or raw == "":
+        if default is None:
+            raise ApiError(400, f"give {name}")
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(400, f"{name} must be an integer, not {raw!r}") from None
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"at least {low}" if high is None else f"between {low} and {high}"
+        raise ApiError(400, f"{name} must be {bounds}, not {value}")
+    return value
+
+
+def body_object(body: Any) -> dict[str, Any]:
+    """A request body that must be a JSON object."""
+    if not isinstance(body, dict):
+        raise ApiError(400, "expected a JSON object")
+    return body
+
+
+def controller(cluster: Any, name: str | None) -> Any:
+    """The running broker ``name`` (the first when None): 404 if the cluster has no such broker
+    or it is stopped (as the control API has always answered)."""
+    if name is not None and name not in cluster.broker_addrs:
+        raise ApiError(404, f"no broker {name!r}")
+    slot = cluster.slot(name)
+    if slot.controller is None or not slot.running:
+        raise ApiError(404, f"broker {slot.name!r} is stopped")
+    return slot.controller
+
+
+def topic_kind(ctx: Any, topic: str) -> tuple[str, str | None]:
+    """``(kind, group)``: ``retry``/``dlq`` with the group whose retries or dead letters the
+    topic holds, ``system`` for ``TopicValidator.isSystemTopic`` topics (and the broker's own
+    cluster-name and broker-name topics), else ``user``."""
+    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        return "retry", topic[len(RETRY_GROUP_TOPIC_PREFIX):]
+    if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
+        return "dlq", topic[len(DLQ_GROUP_TOPIC_PREFIX):]
+    if ctx.topic_config.is_system_topic(topic):
+        return "system", None
+    return "user", None
