@@ -34,6 +34,7 @@ import signal
 import sys
 from typing import Any
 
+from rocketmq_emu.broker.cli_control import ControlOptions, add_control_args
 from rocketmq_emu.broker.cli_errors import (
     CliArgumentParser,
     CliError,
@@ -244,27 +245,16 @@ def cmd_up(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, store=args.store, port=args.broker_port,
                       namesrv=f"{args.host}:{args.namesrv_port}", default_store=DEFAULT_UP_STORE)
     prepare_store(cfg.store_path_root_dir)
-    control_port = getattr(args, "control_port", None)
-    control_host = getattr(args, "control_host", None)
-    control_token = getattr(args, "control_token", None)
-    if control_port is None and (control_host is not None or control_token is not None):
-        raise CliError("--control-host and --control-token need --control-port")
-    if control_token is not None:
-        from rocketmq_emu.client.control_api import validate_token
-
-        try:
-            validate_token(control_token)
-        except ValueError as e:
-            raise CliError(f"--control-token: {e}") from None
+    control = ControlOptions.from_args(args)
     roles = [PortRole(args.namesrv_port, "name server port", "--namesrv-port"),
              *_broker_roles(cfg.listen_port, "--broker-port"),
              PortRole(args.grpc_port, "gRPC port", "--grpc-port")]
-    if control_port is not None:
-        roles.append(PortRole(control_port, "control API port", "--control-port"))
+    if control.port is not None:
+        roles.append(PortRole(control.port, "control API port", "--control-port"))
 
     from twisted.internet import defer
 
-    from rocketmq_emu.broker.cluster import Cluster, up_spec
+    from rocketmq_emu.broker.cluster import up_spec
 
     spec = up_spec(cfg, args.host, args.namesrv_port, grpc_port=args.grpc_port)
     if args.record:
@@ -274,36 +264,16 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     @defer.inlineCallbacks
     def starter(reactor, services):
-        controls = None
-        if control_port is None:
-            cluster = Cluster(spec, reactor)
-        else:
-            # client/ owns the control API. Imported here only: broker/ never depends on client/
-            # at import, and `up` without the option loads no client code.
-            from rocketmq_emu.client.control_up import Controls
-
-            controls = Controls(reactor)
-            cluster = controls.build(spec)
+        cluster, controls = control.build(spec, reactor)
         services.append(cluster)
         yield cluster.start()
         extra = []
         if controls is not None:
             services.append(controls)  # stopped first: no control request races the shutdown
-            bound = controls.serve(cluster, control_port, control_host or "127.0.0.1",
-                                   token=control_token)
-            if controls.token_generated:  # once, before `ready`: scripts wait for that line
-                print(f"rmq-emu: control API token: {controls.token}", flush=True)
-            auth = "; send Authorization: Bearer <token>" if controls.token is not None else ""
-            extra.append(f"control API http://{_url_host(control_host or '127.0.0.1')}:{bound}/ "
-                         f"(OpenAPI at /openapi.json{auth})")
+            extra = control.serve(controls, cluster)
         _announce(cluster, extra=extra)
 
     return _serve(starter, roles=roles, store_root=cfg.store_path_root_dir, debug=args.debug)
-
-
-def _url_host(host: str) -> str:
-    """``host`` as written in a URL (an IPv6 address in brackets)."""
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def _broker_roles(listen_port: int, option: str) -> list[PortRole]:
@@ -350,23 +320,30 @@ def cmd_broker(args: argparse.Namespace) -> int:
     prepare_store(cfg.store_path_root_dir)
     if not cfg.namesrv_addrs():
         log.warning("no name server (-n or namesrvAddr): clients will not find this broker")
+    control = ControlOptions.from_args(args)
 
     from twisted.internet import defer
 
-    from rocketmq_emu.broker.cluster import Cluster, broker_spec
+    from rocketmq_emu.broker.cluster import broker_spec
 
     spec = broker_spec(cfg, args.host, grpc_port=args.grpc_port)
 
     @defer.inlineCallbacks
     def starter(reactor, services):
-        cluster = Cluster(spec, reactor)
+        cluster, controls = control.build(spec, reactor)
         services.append(cluster)
         yield cluster.start()
-        _announce(cluster, registers_with=cfg.namesrv_addr)
+        extra = []
+        if controls is not None:
+            services.append(controls)  # stopped first: no control request races the shutdown
+            extra = control.serve(controls, cluster)
+        _announce(cluster, registers_with=cfg.namesrv_addr, extra=extra)
 
     roles = _broker_roles(cfg.listen_port, "--port")
     if args.grpc_port is not None:
         roles.append(PortRole(args.grpc_port, "gRPC port", "--grpc-port"))
+    if control.port is not None:
+        roles.append(PortRole(control.port, "control API port", "--control-port"))
     return _serve(starter, roles, cfg.store_path_root_dir, debug=args.debug)
 
 
@@ -405,16 +382,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.add_argument("--host", default="127.0.0.1", help="interface to listen on (127.0.0.1)")
     up.add_argument("--grpc-port", type=port_number, default=DEFAULT_GRPC_PORT, metavar="N",
                     help=f"RocketMQ 5 gRPC port for the 5.x SDKs ({DEFAULT_GRPC_PORT})")
-    up.add_argument("--control-port", type=port_number, default=None, metavar="N",
-                    help="serve the HTTP control API (clock, faults, request log) on "
-                         "127.0.0.1:N (--control-host to change)")
-    up.add_argument("--control-host", default=None, metavar="ADDR",
-                    help="interface the control API listens on (127.0.0.1); any address that is "
-                         "not loopback requires a bearer token (--control-token, or one "
-                         "generated and printed at start)")
-    up.add_argument("--control-token", default=None, metavar="TOKEN",
-                    help="require 'Authorization: Bearer TOKEN' on every control API request "
-                         "(on loopback too); letters, digits and -._~+/")
+    add_control_args(up, port_number)
     up.add_argument("--record", metavar="FILE", default=None,
                     help="write every byte the name server and broker ports read and write to "
                          "FILE as it goes (format: broker/recording/format.py)")
@@ -453,6 +421,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="serve RocketMQ 5's gRPC for the 5.x SDKs on this port (off by "
                          f"default: several brokers share a host; the 5.x proxy's is "
                          f"{DEFAULT_GRPC_PORT})")
+    add_control_args(br, port_number)
     br.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                     help="show the traceback of a startup failure")
     br.set_defaults(func=cmd_broker)

@@ -513,3 +513,26 @@ class EmbeddedCluster:
                     else monitor.snapshot())["findings"]
         return [f for f in findings if severity is None or f["severity"] == severity]
 
+
+    # --- the dashboard --------------------------------------------------------------------------
+    @property
+    def dashboard_url(self) -> str:
+        """``http://127.0.0.1:PORT/``: the dashboard of this cluster in a browser (the control
+        API's port, served from the first time this is asked if ``control_port`` was not given)."""
+        if self.control_port is None or self.controls.listening is None:
+            if self.cluster is None:
+                raise RuntimeError("the cluster is not started")
+            if in_reactor_context():
+                self.control_port = self.controls.serve(self.cluster, self.control_port or 0)
+            else:
+                self.control_port = run_blocking(lambda: self.controls.serve(
+                    self.cluster, self.control_port or 0), timeout=30)
+        return f"http://{self.host}:{self.control_port}/"
+
+    def pause(self, prompt: str | None = None) -> None:
+        """Wait for Enter while the brokers and the dashboard keep serving: put it where a test
+        fails and look at :attr:`dashboard_url` in a browser (run pytest with ``-s``)."""
+        from twisted.internet import threads
+
+        text = prompt or f"rmq-emu: dashboard at {self.dashboard_url} - press Enter to go on "
+        run_blocking(threads.deferToThread, input, text, timeout=None)

@@ -39,7 +39,7 @@ os.environ["RMQ_EMU_REPORT_STATE"] = os.path.join(
 #: Where the tests that share the run's SparkSession live (tests/spark/conftest.py's ``spark``).
 SPARK_TESTS = "tests/spark/"
 #: Test folders, slowest tests first: the order the run collects and hands out its modules.
-FOLDER_ORDER = ("spark", "interop", "integration", "unit")
+FOLDER_ORDER = ("spark", "interop", "browser", "integration", "unit")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

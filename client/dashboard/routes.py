@@ -85,13 +85,26 @@ class DashboardRoutes:
         return {p for (_, p) in self.fixed} | {"topics", "groups", "messages", "dlq", "traces"}
 
     # --- over the wire --------------------------------------------------------------------
+    def namesrv_addr(self) -> str | None:
+        """The cluster's name server, or for a broker run alone (``rmq-emu broker``) the one it
+        registers with (its ``namesrvAddr``); None when it has none."""
+        if self.cluster.namesrv_addr is not None:
+            return self.cluster.namesrv_addr
+        first = self.cluster.slots[0]
+        cfg = first.config or first.template
+        addrs = cfg.namesrv_addrs() if cfg is not None else []
+        return ";".join(addrs) if addrs else None
+
     def admin(self, run: Callable[[Any], Any]) -> defer.Deferred:
         """Run ``run(admin)`` with an admin client of the cluster's name server (TLS as the
         cluster's ports want) and shut it down after; a broker's refusal is a 409 with its
         remark, a failure to reach it a 502."""
         from rocketmq_emu.client.admin import Admin
 
-        admin = Admin(self.cluster.namesrv_addr, tls=self.use_tls)
+        namesrv = self.namesrv_addr()
+        if namesrv is None:
+            raise ApiError(409, "this broker has no name server to ask (-n or namesrvAddr)")
+        admin = Admin(namesrv, tls=self.use_tls)
 
         async def go() -> Any:
             try:

@@ -151,8 +151,8 @@ def delete_topic(cluster: Any, topic: str, admin_factory: Any) -> defer.Deferred
         for name in holders:
             await invoke(admin, cluster.broker_addrs[name], RequestCode.DELETE_TOPIC_IN_BROKER,
                          {"topic": topic})
-        await invoke(admin, cluster.namesrv_addr, RequestCode.DELETE_TOPIC_IN_NAMESRV,
-                     {"topic": topic})
+        for addr in admin.instance.namesrv_addrs:
+            await invoke(admin, addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic})
         return {"topic": topic, "deleted": holders}
 
     return admin_factory(run)

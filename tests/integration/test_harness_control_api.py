@@ -61,14 +61,14 @@ def send_code_10(cluster, topic: str, body: bytes) -> int:
 
 
 def test_root_points_to_openapi(cluster):
-    """GET / answers JSON linking /openapi.json (HTML with the link to a browser), and is
-    itself described in the OpenAPI document."""
+    """GET / answers JSON linking /openapi.json and the dashboard (the dashboard's page to a
+    browser), and is itself described in the OpenAPI document."""
     status, root = call(cluster, "GET", "/")
-    assert status == 200 and root["openapi"] == "/openapi.json"
+    assert status == 200 and root["openapi"] == "/openapi.json" and root["dashboard"] == "/"
     _, doc = call(cluster, "GET", "/openapi.json")
     assert set(root["paths"]) == set(doc["paths"]) and "/" in doc["paths"]
     kind, page = get_text(cluster, "/", "text/html,application/xhtml+xml,*/*;q=0.8")
-    assert kind.startswith("text/html") and "<a href='/openapi.json'>" in page
+    assert kind.startswith("text/html") and '<script src="/dashboard/app.js">' in page
 
 
 def test_requests_code_send_matches_every_send_code(cluster):
