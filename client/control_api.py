@@ -34,7 +34,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 from twisted.internet import defer
 from twisted.web import resource, server
@@ -204,7 +204,8 @@ class ControlResource(resource.Resource):
     # --- plumbing -------------------------------------------------------------------------------
     def render(self, request: Any) -> Any:
         method = request.method.decode()
-        path = request.path.decode().strip("/")
+        # Path segments are percent-encoded (a retry topic's "%RETRY%g" arrives as %25RETRY%25g).
+        path = unquote(request.path.decode("latin-1")).strip("/")
         if method == "GET":
             page = self._page(request, path)
             if page is not None:
@@ -400,12 +401,16 @@ class ControlResource(resource.Resource):
     def requests(self, request: Any, body: Any) -> list:
         q = self._query(request)
         codes, rpcs = parse_selectors(q.get("code"))
-        recs = self.faults.records(None, q.get("target"), int(q.get("since", 0)))
-        if codes is None and rpcs is None:
-            return [r.to_json() for r in recs]
-        return [r.to_json() for r in recs
-                if (r.rpc is None and codes is not None and r.code in codes)
-                or (r.rpc is not None and rpcs is not None and r.rpc in rpcs)]
+        limit = int(q["max"]) if q.get("max") else None
+        if limit is not None and limit < 1:
+            raise ApiError(400, "max must be at least 1")
+        keep = None
+        if codes is not None or rpcs is not None:
+            def keep(r: Any) -> bool:
+                return ((r.rpc is None and codes is not None and r.code in codes)
+                        or (r.rpc is not None and rpcs is not None and r.rpc in rpcs))
+        recs = self.faults.records(None, q.get("target"), int(q.get("since", 0)), limit, keep)
+        return [r.to_json() for r in recs]
 
     def clear_requests(self, request: Any, body: Any) -> dict:
         self.faults.clear_records()

@@ -189,7 +189,9 @@ OPENAPI: dict = {
                        params=[_q("code", "string", _CODES_DOC + "; several comma-separated "
                                   "match any of them (SEND_MESSAGE,SEND_MESSAGE_V2)"),
                                _q("target", "string", "broker, namesrv, grpc or a broker's name"),
-                               _q("since", "integer", "only records with seq > since")]),
+                               _q("since", "integer", "only records with seq > since"),
+                               _q("max", "integer", "only the newest max of them (the log "
+                                  "keeps 100,000; a page polling it asks for few)")]),
             "delete": _op("Forget recorded requests"),
         },
         "/conformance": {

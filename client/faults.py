@@ -261,17 +261,33 @@ class FaultInjector:
 
     # --- records ------------------------------------------------------------------------------
     def records(self, code: int | str | None = None, target: str | None = None,
-                since: int = 0) -> list[RequestRecord]:
+                since: int = 0, limit: int | None = None,
+                keep: Callable[[RequestRecord], bool] | None = None) -> list[RequestRecord]:
         """Recorded requests, optionally of one code or RPC name ("SendMessage") / target
-        ("broker", "namesrv", "grpc" or a broker's name), with ``seq > since``."""
+        ("broker", "namesrv", "grpc" or a broker's name) / for which ``keep`` holds, with
+        ``seq > since``, oldest first; with ``limit``, only the newest ``limit`` of them (read
+        from the newest back: a page polling a full log of 100,000 records reads few)."""
         rpc = parse_rpc(code)
         want = parse_code(code) if code is not None and rpc is None else None
+
+        def wanted(r: RequestRecord) -> bool:
+            return ((want is None or (r.code == want and r.rpc is None))
+                    and (rpc is None or r.rpc == rpc)
+                    and (target is None or target in (r.target, r.server))
+                    and (keep is None or keep(r)))
+
         with self._lock:
-            recs = list(self._records)
-        return [r.refresh() for r in recs if r.seq > since
-                and (want is None or (r.code == want and r.rpc is None))
-                and (rpc is None or r.rpc == rpc)
-                and (target is None or target in (r.target, r.server))]
+            if limit is None:
+                recs = [r for r in self._records if r.seq > since and wanted(r)]
+            else:
+                recs = []
+                for r in reversed(self._records):  # seq grows along the log
+                    if r.seq <= since or len(recs) >= limit:
+                        break
+                    if wanted(r):
+                        recs.append(r)
+                recs.reverse()
+        return [r.refresh() for r in recs]
 
     def clear_records(self) -> None:
         """Forget recorded requests."""
