@@ -146,3 +146,14 @@ def test_bad_rules_are_refused():
                {"action": "delay", "codes": [310]}):
         with pytest.raises(ValueError):
             faults.add_rule(**kw)
+
+
+def test_a_limited_read_of_the_log_gives_the_newest_records_oldest_first():
+    """records(since, limit): the newest ``limit`` records after ``since``, in log order."""
+    clock, dispatcher, faults, handled = setup()
+    for code in (RequestCode.SEND_MESSAGE_V2, RequestCode.HEART_BEAT) * 3:
+        send(dispatcher, code)
+    assert [r.seq for r in faults.records(limit=2)] == [5, 6]
+    assert [r.seq for r in faults.records(since=4, limit=10)] == [5, 6]
+    assert [r.seq for r in faults.records(limit=2, keep=lambda r: r.code == 310)] == [3, 5]
+    assert faults.records(since=6, limit=5) == []

@@ -1,0 +1,86 @@
+"""The dashboard's pure helpers: query parameters, body rendering, the throughput samples, and
+that nothing of it is imported before a page asks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from rocketmq_emu.client.api_errors import ApiError
+from rocketmq_emu.client.dashboard.cluster_view import ThroughputSamples
+from rocketmq_emu.client.dashboard.common import int_arg
+from rocketmq_emu.client.dashboard.messages_view import render_body
+
+
+def test_an_integer_parameter_within_its_range_is_read():
+    assert int_arg({"max": "10"}, "max", 64, low=1, high=1000) == 10
+    assert int_arg({}, "max", 64, low=1, high=1000) == 64
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ({"max": "ten"}, "max must be an integer, not 'ten'"),
+    ({"max": "0"}, "max must be between 1 and 1000, not 0"),
+    ({"max": "1001"}, "max must be between 1 and 1000, not 1001"),
+])
+def test_a_bad_integer_parameter_is_a_400_naming_it(query, message):
+    with pytest.raises(ApiError) as err:
+        int_arg(query, "max", 64, low=1, high=1000)
+    assert err.value.status == 400 and str(err.value) == message
+
+
+def test_a_missing_required_parameter_is_a_400():
+    with pytest.raises(ApiError, match="give begin"):
+        int_arg({}, "begin")
+
+
+@pytest.mark.parametrize(("body", "shown"), [
+    (b"hello\nworld\t!", ("hello\nworld\t!", "text")),
+    ("h\u00e9llo <b>".encode(), ("h\u00e9llo <b>", "text")),
+    (b"\xff\xfe", ("ff fe", "hex")),
+    (b"bell\x07", ("62 65 6c 6c 07", "hex")),
+    (b"", ("", "text")),
+])
+def test_a_body_is_text_when_it_reads_as_text_else_hex(body, shown):
+    assert render_body(body) == shown
+
+
+def test_rates_come_from_samples_a_second_or_more_apart():
+    now = [1000.0]
+    samples = ThroughputSamples(wall=lambda: now[0])
+    stats = SimpleNamespace(put_total=0, get_total=0)
+    assert samples.sample("b", stats) == []
+    stats.put_total, stats.get_total = 10, 4
+    now[0] += 0.5  # a second page polling meanwhile: no new point
+    assert samples.sample("b", stats) == []
+    now[0] += 1.5
+    assert samples.sample("b", stats) == [{"t": 1002000, "put": 5.0, "get": 2.0}]
+
+
+def test_a_restarted_broker_starts_its_rates_again():
+    now = [0.0]
+    samples = ThroughputSamples(wall=lambda: now[0])
+    samples.sample("b", SimpleNamespace(put_total=100, get_total=0))
+    now[0] = 2.0
+    assert samples.sample("b", SimpleNamespace(put_total=0, get_total=0)) == []
+
+
+def test_samples_older_than_ten_minutes_are_dropped():
+    now = [0.0]
+    samples = ThroughputSamples(wall=lambda: now[0])
+    stats = SimpleNamespace(put_total=0, get_total=0)
+    for _ in range(700):
+        now[0] += 1.0
+        samples.sample("b", stats)
+    assert len(samples.sample("b", stats)) == 600  # samples at 100 s .. 700 s: 600 steps
+
+
+def test_serving_the_control_api_imports_nothing_of_the_dashboard():
+    """A control API nobody browses costs nothing: no dashboard module until a page asks."""
+    code = ("import sys, rocketmq_emu.client.control_api, rocketmq_emu.client.control_up;"
+            "print([m for m in sys.modules if m.startswith('rocketmq_emu.client.dashboard')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
