@@ -65,6 +65,12 @@ def api(emu, path: str):
         return json.loads(resp.read())
 
 
+def post(emu, path: str):
+    req = urllib.request.Request(emu.control + path, data=b"{}", method="POST")
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())
+
+
 def send(clients, count: int, prefix: str, *extra: str):
     return clients.run_python("py_producer.py", "--topic", TOPIC, "--mode", "sync", "--count",
                               str(count), "--group", "PID_dash", "--key-prefix", prefix,
@@ -172,6 +178,20 @@ def test_a_fault_added_in_the_page_fails_the_next_send_and_the_log_shows_it(page
     page.shot("requests")
     after = send(clients, 1, "after")
     assert len(after.events("sent")) == 1, after.diagnostics()
+
+
+def test_a_stopped_broker_shows_in_the_banner_until_it_is_back(page, emu):
+    page.open("topics")
+    post(emu, "/broker/stop")
+    try:
+        page.wait_text("#status", lambda t: "broker-a stopped" in t)
+        page.shot("broker-stopped")
+    finally:
+        post(emu, "/broker/start")
+    page.wait_text("#status", lambda t: "stopped" not in t and "connected" in t)
+    page.open("topics")
+    page.wait_text("#topics tbody", lambda t: TOPIC in t)
+    page.console()  # the view's polls answered 404 (broker stopped) while it was down
 
 
 VIEWS = ("cluster", "topics", f"topics/{TOPIC}", "groups", f"groups/{GROUP}", "producers",

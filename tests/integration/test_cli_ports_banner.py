@@ -249,7 +249,8 @@ def test_up_banner_names_each_feature_that_is_on_before_ready(tmp_path, servers)
         f"rmq-emu: conformance report to {report} at stop (conformance.json, conformance.html)",
     ]
     assert [line for line in banner if line in expected] == expected, banner
-    assert re.match(r"^rmq-emu: control API http://127\.0\.0\.1:[1-9]\d*/ ", banner[-2]), banner
+    assert re.match(r"^rmq-emu: control API http://127\.0\.0\.1:[1-9]\d*/ ", banner[-3]), banner
+    assert re.match(r"^rmq-emu: dashboard http://127\.0\.0\.1:[1-9]\d*/ ", banner[-2]), banner
     assert lines[len(banner):] == ["rmq-emu: stopped"]
 
 

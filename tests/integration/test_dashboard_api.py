@@ -269,3 +269,17 @@ def test_a_message_without_traces_has_none(rocketmq):
 
 def test_recording_is_off_unless_asked(rocketmq):
     assert call(rocketmq, "GET", "/recording")[1]["enabled"] is False
+
+
+def test_a_messages_trace_records_are_read_from_the_trace_topic(rocketmq):
+    """A Pub record as AsyncTraceDispatcher sends it (keyed by the traced message's id)."""
+    topic = unique("Traced")
+    [result] = send(rocketmq, topic, [b"traced"])
+    fields = ["Pub", "1700000000000", "DefaultRegion", "PG_traced", topic, result.msg_id,
+              "TagA", "k0", rocketmq.broker_addr, "6", "3", "0", result.offset_msg_id, "true"]
+    body = ("\u0001".join(fields) + "\u0002").encode()
+    rocketmq.producer().send(Message("RMQ_SYS_TRACE_TOPIC", body, keys=f"{result.msg_id} k0"))
+    _, doc = call(rocketmq, "GET", f"/traces/{result.msg_id}")
+    [trace] = doc["traces"]
+    assert (trace["traceType"], trace["groupName"], trace["topic"], trace["costTime"],
+            trace["success"]) == ("Pub", "PG_traced", topic, 3, True)

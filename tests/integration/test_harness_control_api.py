@@ -141,7 +141,9 @@ def test_topics_and_offsets_state(cluster):
     for i in range(3):
         producer.send(Message(topic, f"m{i}".encode()))
     _, info = call(cluster, "GET", f"/topics/{topic}")
-    assert info["queues"] == [{"queueId": 0, "minOffset": 0, "maxOffset": 3}]
+    [queue] = info["queues"]
+    assert (queue["queueId"], queue["minOffset"], queue["maxOffset"]) == (0, 0, 3)
+    assert queue["lastUpdateTimestamp"] > 0
     _, msgs = call(cluster, "GET", f"/messages?topic={topic}&queueId=0&offset=1&max=5")
     assert [(m["queueOffset"], m["body"]) for m in msgs] == [(1, "m1"), (2, "m2")]
     assert msgs[0]["bodyEncoding"] == "utf-8" and len(msgs[0]["msgId"]) == 32
