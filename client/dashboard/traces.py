@@ -132,14 +132,19 @@ def _head(out: dict[str, Any], line: list[str]) -> None:
     out["groupName"] = _str(line[3])
 
 
-def _pub(line: list[str]) -> dict[str, Any]:
-    out = _blank("Pub")
-    _head(out, line)
+def _message(out: dict[str, Any], line: list[str]) -> None:
+    """topic, msgId, tags, keys, storeHost: fields 4..8 of Pub and EndTransaction."""
     out["topic"] = _str(line[4])
     out["msgId"] = line[5]
     out["tags"] = _str(line[6])
     out["keys"] = _str(line[7])
     out["storeHost"] = _str(line[8])
+
+
+def _pub(line: list[str]) -> dict[str, Any]:
+    out = _blank("Pub")
+    _head(out, line)
+    _message(out, line)
     out["bodyLength"] = _int(line[9])
     out["costTime"] = _int(line[10])
     out["msgType"] = _msg_type(line[11])
@@ -191,11 +196,7 @@ def _sub_after(line: list[str]) -> dict[str, Any]:
 def _end_transaction(line: list[str]) -> dict[str, Any]:
     out = _blank("EndTransaction")
     _head(out, line)
-    out["topic"] = _str(line[4])
-    out["msgId"] = line[5]
-    out["tags"] = _str(line[6])
-    out["keys"] = _str(line[7])
-    out["storeHost"] = _str(line[8])
+    _message(out, line)
     out["msgType"] = _msg_type(line[9])
     out["transactionId"] = _str(line[10])
     state = line[11]

@@ -77,6 +77,15 @@ def send(clients, count: int, prefix: str, *extra: str):
                               "--body-prefix", HOSTILE, *extra)
 
 
+def search_by_key(page, key: str) -> None:
+    """Search the topic's messages by ``key`` in the Messages view until the result lists it."""
+    page.open(f"messages?topic={TOPIC}")
+    page.type("#msg-topic", TOPIC)
+    page.type("#msg-key", key)
+    page.click("#msg-search-btn")
+    page.wait_text("#messages tbody", lambda t: key in t)
+
+
 def test_cluster_view_shows_the_running_broker(page):
     page.open("cluster")
     page.wait_text("#brokers tbody", lambda t: "broker-a" in t and "V4_9_8" in t)
@@ -100,11 +109,7 @@ def test_a_topic_created_in_the_page_lists_its_queue_offsets(page, clients):
 
 
 def test_a_message_found_by_key_shows_its_body_as_text(page, driver):
-    page.open(f"messages?topic={TOPIC}")
-    page.type("#msg-topic", TOPIC)
-    page.type("#msg-key", "key-3")
-    page.click("#msg-search-btn")
-    page.wait_text("#messages tbody", lambda t: "key-3" in t)
+    search_by_key(page, "key-3")
     page.shot("messages")
     page.find("#messages a.msg-link").click()
     body = page.wait_text("#msg-body", lambda t: t.startswith(HOSTILE))
@@ -147,11 +152,7 @@ def test_a_manual_clock_advanced_in_the_page_delivers_a_delayed_message(page, cl
     page.click("#advance")
     page.wait_text("#advance-result", lambda t: "fired" in t)
     page.shot("clock")
-    page.open(f"messages?topic={TOPIC}")
-    page.type("#msg-topic", TOPIC)
-    page.type("#msg-key", "delayed-0")
-    page.click("#msg-search-btn")
-    page.wait_text("#messages tbody", lambda t: "delayed-0" in t)
+    search_by_key(page, "delayed-0")
     page.open("scheduled")
     page.wait_text("#scheduled", lambda t: TOPIC not in t)
     page.open("clock")
