@@ -80,7 +80,7 @@ def dashboard_paths(op: Callable[..., dict], q: Callable[..., dict]) -> dict[str
             "due, level, topic, msgId, ...}], truncated}", params=[limit, broker],
             errors=errors)},
         "/dashboard/{file}": {"get": {
-            "summary": "The dashboard's static files (index.html, app.js, style.css); no "
+            "summary": "The dashboard's static files (index.html, core.js, views-*.js, main.js, style.css); no "
                        "token needed: they hold no data",
             "security": [{}],
             "responses": {"200": {"description": "the file"}, "404": {"description": "none"}},

@@ -1,5 +1,5 @@
-"""The dashboard's page: ``static/`` in this package (plain HTML, CSS and JavaScript, no build
-step), served at ``/`` (to a browser) and ``/dashboard/<file>``.
+"""The dashboard's page: ``static/`` in this package (plain HTML, CSS and JavaScript in a few
+classic scripts, no build step), served at ``/`` (to a browser) and ``/dashboard/<file>``.
 
 The page holds no data, so it is served without the control API's bearer token; every JSON
 endpoint it calls still requires one where the API does (the page asks for it once). A strict
@@ -14,7 +14,11 @@ from importlib import resources
 #: File name -> content type of what may be served (nothing else under static/ is).
 FILES = {
     "index.html": "text/html; charset=utf-8",
-    "app.js": "text/javascript; charset=utf-8",
+    "core.js": "text/javascript; charset=utf-8",
+    "views-broker.js": "text/javascript; charset=utf-8",
+    "views-messages.js": "text/javascript; charset=utf-8",
+    "views-emulator.js": "text/javascript; charset=utf-8",
+    "main.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }
 

@@ -41,10 +41,10 @@ def send(cluster, topic: str, bodies: list[bytes], **kw) -> list:
 # --- the page ---------------------------------------------------------------------------------
 def test_the_page_is_served_with_a_strict_content_security_policy(rocketmq):
     status, headers, page = get_raw(rocketmq, "/", {"Accept": "text/html"})
-    assert status == 200 and b"/dashboard/app.js" in page
+    assert status == 200 and b"/dashboard/core.js" in page
     assert "script-src 'self'" in headers["Content-Security-Policy"]
     assert headers["X-Content-Type-Options"] == "nosniff"
-    status, headers, script = get_raw(rocketmq, "/dashboard/app.js")
+    status, headers, script = get_raw(rocketmq, "/dashboard/core.js")
     assert status == 200 and headers["Content-Type"].startswith("text/javascript") and script
 
 

@@ -68,7 +68,7 @@ def test_root_points_to_openapi(cluster):
     _, doc = call(cluster, "GET", "/openapi.json")
     assert set(root["paths"]) == set(doc["paths"]) and "/" in doc["paths"]
     kind, page = get_text(cluster, "/", "text/html,application/xhtml+xml,*/*;q=0.8")
-    assert kind.startswith("text/html") and '<script src="/dashboard/app.js">' in page
+    assert kind.startswith("text/html") and '<script src="/dashboard/core.js">' in page
 
 
 def test_requests_code_send_matches_every_send_code(cluster):
