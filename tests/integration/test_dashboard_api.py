@@ -283,3 +283,59 @@ def test_a_messages_trace_records_are_read_from_the_trace_topic(rocketmq):
     [trace] = doc["traces"]
     assert (trace["traceType"], trace["groupName"], trace["topic"], trace["costTime"],
             trace["success"]) == ("Pub", "PG_traced", topic, 3, True)
+
+
+def test_a_message_resent_to_an_online_group_is_consumed_again(rocketmq):
+    """CONSUME_MESSAGE_DIRECTLY through the broker to one of the group's consumers."""
+    topic, group = unique("Again"), unique("AgainGroup")
+    rocketmq.create_topic(topic, 1)
+    [result] = send(rocketmq, topic, [b"again"])
+    inbox = rocketmq.collector(topic, group)
+    inbox.wait_for(1)
+    status, doc = call(rocketmq, "POST", f"/messages/{result.offset_msg_id}/resend",
+                       {"group": group}, timeout=30)
+    assert status == 200, doc
+    assert doc["group"] == group and doc["result"]["consumeResult"] == "CR_SUCCESS"
+
+
+def test_a_message_resent_to_an_offline_group_is_refused(rocketmq):
+    topic = unique("Nobody")
+    [result] = send(rocketmq, topic, [b"x"])
+    status, err = call(rocketmq, "POST", f"/messages/{result.offset_msg_id}/resend",
+                       {"group": "NobodyHome"})
+    assert status == 409 and "no online consumer" in err["error"]
+
+
+@pytest.mark.rocketmq(control_port=0, clock="manual")
+def test_popped_messages_are_in_flight_until_they_are_visible_again(rocketmq):
+    """POP_MESSAGE (RocketMQ 5 over remoting): the group's messages in flight, with the time
+    they become visible again on the business clock."""
+    from twisted.internet import defer, reactor
+
+    from rocketmq_emu.broker.remoting.client import RemotingClient
+    from rocketmq_emu.broker.remoting.codes import RequestCode
+    from rocketmq_emu.broker.remoting.command import RemotingCommand
+
+    topic, group = unique("Popped"), unique("PopGroup")
+    rocketmq.create_topic(topic, 1)
+    send(rocketmq, topic, [b"a", b"b"])
+    now_ms = int(rocketmq.clock.seconds() * 1000)
+
+    async def pop() -> int:
+        client = RemotingClient(reactor)
+        try:
+            resp = await client.invoke(rocketmq.broker_addr, RemotingCommand.request(
+                RequestCode.POP_MESSAGE, {
+                    "consumerGroup": group, "topic": topic, "queueId": "-1",
+                    "maxMsgNums": "32", "invisibleTime": "60000", "pollTime": "0",
+                    "bornTime": str(now_ms), "initMode": "0", "order": "false"}))
+            return resp.code
+        finally:
+            await client.close()
+
+    assert run_blocking(lambda: defer.ensureDeferred(pop())) == 0
+    _, doc = call(rocketmq, "GET", f"/groups/{group}")
+    assert [(m["topic"], m["offset"], m["invisibleUntil"]) for m in doc["inflight"]] == [
+        (topic, 0, now_ms + 60_000), (topic, 1, now_ms + 60_000)]
+    [row] = [g for g in call(rocketmq, "GET", "/groups")[1] if g["group"] == group]
+    assert row["inflight"] == 2
