@@ -39,7 +39,7 @@ from urllib.parse import parse_qs, unquote
 from twisted.internet import defer
 from twisted.web import resource, server
 
-from rocketmq_emu.client.api_errors import ApiError
+from rocketmq_emu.client.api_errors import ApiError, int_arg
 from rocketmq_emu.client.control_spec import OPENAPI, parse_selectors
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,11 @@ log = logging.getLogger(__name__)
 
 #: RFC 6750's ``b64token``: what a bearer token may contain (``secrets.token_urlsafe`` fits).
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+
+#: The first path segments of the dashboard's endpoints (``dashboard.routes.HEADS``, which a
+#: test holds equal): only a request under one of them imports the dashboard.
+DASHBOARD_HEADS = frozenset(("cluster", "recording", "topics", "groups", "producers", "messages",
+                             "dlq", "traces", "scheduled"))
 
 #: The challenge of a 401 (RFC 6750 section 3).
 _REALM = b'Bearer realm="rmq-emu control API"'
@@ -210,6 +215,9 @@ class ControlResource(resource.Resource):
             page = self._page(request, path)
             if page is not None:
                 return page
+        foreign = self._foreign(request)
+        if foreign is not None:
+            return self._write(request, {"error": foreign}, 403)
         if self.token is not None:
             denied = self._unauthorized(request)
             if denied is not None:
@@ -258,6 +266,25 @@ class ControlResource(resource.Resource):
 
         return static_files.serve(request, name)
 
+    def _foreign(self, request: Any) -> str | None:
+        """Why a request comes from another web site, or None. A page open in the developer's
+        browser can send requests to 127.0.0.1 (a form's POST needs no CORS consent) and, by
+        rebinding its own host name to 127.0.0.1, read the answers: a request a browser marks
+        cross-site (``Sec-Fetch-Site``, ``Origin``) is refused, and without a token a ``Host``
+        that is not a loopback name. Tools (curl, test suites) send neither header."""
+        if (request.getHeader(b"sec-fetch-site") or b"").lower() == b"cross-site":
+            return "requests from other web sites are refused"
+        host = (request.getHeader(b"host") or b"").decode("latin-1")
+        origin = request.getHeader(b"origin")
+        if origin is not None and origin.decode("latin-1").partition("://")[2] != host:
+            return "requests from other web sites are refused"
+        if self.token is None and host:
+            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+            if not (is_loopback(name) or name.lower().endswith(".localhost")):
+                return (f"host {host!r} is not a loopback name: use 127.0.0.1, localhost or "
+                        "[::1] (or a --control-token)")
+        return None
+
     def _unauthorized(self, request: Any) -> bytes | None:
         """A 401 answer (JSON error, ``WWW-Authenticate: Bearer``) unless ``request`` carries
         ``Authorization: Bearer <token>``; None when it does."""
@@ -280,10 +307,13 @@ class ControlResource(resource.Resource):
         parts = path.split("/")
         if len(parts) == 2 and parts[0] == "faults" and method == "DELETE":
             return self.remove_fault, (parts[1],)
-        found = self.dashboard().route(method, path)
-        if found is not None:
-            return found
-        if any(p == path for (_, p) in self.routes) or path in self.dashboard().paths():
+        if path.partition("/")[0] in DASHBOARD_HEADS:
+            found = self.dashboard().route(method, path)
+            if found is not None:
+                return found
+            if path in self.dashboard().paths():
+                raise ApiError(405, f"method {method} not allowed on /{path}")
+        if any(p == path for (_, p) in self.routes):
             raise ApiError(405, f"method {method} not allowed on /{path}")
         raise ApiError(404, f"no such endpoint: {method} /{path}")
 
@@ -401,15 +431,13 @@ class ControlResource(resource.Resource):
     def requests(self, request: Any, body: Any) -> list:
         q = self._query(request)
         codes, rpcs = parse_selectors(q.get("code"))
-        limit = int(q["max"]) if q.get("max") else None
-        if limit is not None and limit < 1:
-            raise ApiError(400, "max must be at least 1")
+        limit = int_arg(q, "max", 0, low=1) if q.get("max") else None
         keep = None
         if codes is not None or rpcs is not None:
             def keep(r: Any) -> bool:
                 return ((r.rpc is None and codes is not None and r.code in codes)
                         or (r.rpc is not None and rpcs is not None and r.rpc in rpcs))
-        recs = self.faults.records(None, q.get("target"), int(q.get("since", 0)), limit, keep)
+        recs = self.faults.records(None, q.get("target"), int_arg(q, "since", 0), limit, keep)
         return [r.to_json() for r in recs]
 
     def clear_requests(self, request: Any, body: Any) -> dict:

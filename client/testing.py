@@ -519,15 +519,15 @@ class EmbeddedCluster:
     def dashboard_url(self) -> str:
         """``http://127.0.0.1:PORT/``: the dashboard of this cluster in a browser (the control
         API's port, served from the first time this is asked if ``control_port`` was not given)."""
+        if not self.running:
+            raise RuntimeError("the cluster is not running: no dashboard to show")
         if self.control_port is None or self.controls.listening is None:
-            if self.cluster is None:
-                raise RuntimeError("the cluster is not started")
             if in_reactor_context():
                 self.control_port = self.controls.serve(self.cluster, self.control_port or 0)
             else:
                 self.control_port = run_blocking(lambda: self.controls.serve(
                     self.cluster, self.control_port or 0), timeout=30)
-        return f"http://{self.host}:{self.control_port}/"
+        return f"http://127.0.0.1:{self.control_port}/"  # Controls.serve's interface
 
     def pause(self, prompt: str | None = None) -> None:
         """Wait for Enter while the brokers and the dashboard keep serving: put it where a test

@@ -44,6 +44,8 @@ class ThroughputSamples:
         self.wall = wall
         #: broker name -> (wall seconds, put total, get total, the BrokerStats sampled)
         self._samples: dict[str, deque[tuple[float, int, int, Any]]] = {}
+        #: store path -> (wall seconds, bytes on disk) of its last measure
+        self.store_sizes: dict[str, tuple[float, int]] = {}
 
     def sample(self, broker: str, stats: Any) -> list[dict[str, float]]:
         """Take a sample of ``stats`` (unless the last is under a second old) and return the
@@ -78,10 +80,19 @@ def recording(cluster: Any) -> dict[str, Any]:
     return {"enabled": True, "file": str(recorder.path), "bytes": size}
 
 
-def _disk(store_dir: Path) -> dict[str, int]:
+#: How long a store's measured size is reused: walking a store of thousands of consume-queue
+#: files on every 2 s poll would take the broker's reactor for that long each time.
+STORE_SIZE_TTL_S = 30.0
+
+
+def _disk(store_dir: Path, samples: ThroughputSamples) -> dict[str, int]:
     probe = store_dir if store_dir.exists() else Path(".")
     usage = shutil.disk_usage(probe)
-    return {"total": usage.total, "free": usage.free, "storeBytes": dir_bytes(store_dir)}
+    now = samples.wall()
+    cached = samples.store_sizes.get(str(store_dir))
+    if cached is None or now - cached[0] > STORE_SIZE_TTL_S:
+        cached = samples.store_sizes[str(store_dir)] = (now, dir_bytes(store_dir))
+    return {"total": usage.total, "free": usage.free, "storeBytes": cached[1]}
 
 
 def broker_row(cluster: Any, slot: Any, samples: ThroughputSamples) -> dict[str, Any]:
@@ -93,7 +104,7 @@ def broker_row(cluster: Any, slot: Any, samples: ThroughputSamples) -> dict[str,
         "version": VERSION_DESC, "cluster": getattr(cfg, "broker_cluster_name", None),
         "tls": tls.mode.value if tls is not None else None,
         "acl": bool(getattr(cfg, "acl_enable", False)), "store": str(slot.store_dir),
-        "disk": _disk(Path(slot.store_dir)), "putTotal": None, "getTotal": None, "tps": [],
+        "disk": _disk(Path(slot.store_dir), samples), "putTotal": None, "getTotal": None, "tps": [],
     }
     if slot.running and slot.controller is not None:
         stats = slot.controller.ctx.stats

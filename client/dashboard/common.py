@@ -7,32 +7,13 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from rocketmq_emu.broker.message import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
-from rocketmq_emu.client.api_errors import ApiError
+from rocketmq_emu.client.api_errors import ApiError, int_arg  # noqa: F401 (re-exported)
 
 
 def query(request: Any) -> dict[str, str]:
     """The request's query parameters (the last value of each)."""
     qs = parse_qs(request.uri.decode("latin-1").partition("?")[2])
     return {k: v[-1] for k, v in qs.items()}
-
-
-def int_arg(q: dict[str, str], name: str, default: int | None = None, *, low: int | None = None,
-            high: int | None = None) -> int:
-    """Query parameter ``name`` as an integer within [low, high]; 400 if absent without a default,
-    not an integer or out of range."""
-    raw = q.get(name)
-    if raw is None or raw == "":
-        if default is None:
-            raise ApiError(400, f"give {name}")
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ApiError(400, f"{name} must be an integer, not {raw!r}") from None
-    if (low is not None and value < low) or (high is not None and value > high):
-        bounds = f"at least {low}" if high is None else f"between {low} and {high}"
-        raise ApiError(400, f"{name} must be {bounds}, not {value}")
-    return value
 
 
 def body_object(body: Any) -> dict[str, Any]:

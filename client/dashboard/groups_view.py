@@ -119,10 +119,10 @@ def reset_offset(cluster: Any, body: Any, group: str, admin_factory: Any) -> def
                                 RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext,
                                 ok=(ResponseCode.SUCCESS, ResponseCode.CONSUMER_NOT_ONLINE))
             online = online and resp.code == ResponseCode.SUCCESS
+        running = cluster.running_brokers()  # one may have stopped meanwhile
         offsets = [{"broker": name, "queueId": r["queueId"], "offset": r["consumerOffset"]}
-                   for name in holders
-                   for r in inspection.consume_stats(cluster.running_brokers()[name].ctx, group,
-                                                     topic)]
+                   for name in holders if name in running
+                   for r in inspection.consume_stats(running[name].ctx, group, topic)]
         return {"group": group, "topic": topic, "timestamp": timestamp, "online": online,
                 "offsets": offsets}
 

@@ -6,17 +6,25 @@ control API that no page reads imports none of the dashboard.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from twisted.internet import defer
 
+from rocketmq_emu.broker.remoting.codes import ResponseCode
+from rocketmq_emu.broker.remoting.protocol import RemotingConnectionError, RemotingTimeoutError
 from rocketmq_emu.client.api_errors import ApiError
 from rocketmq_emu.client.dashboard import cluster_view, groups_view, messages_view, topics_view
 from rocketmq_emu.client.dashboard.common import controller, int_arg, query
 from rocketmq_emu.client.message import MQBrokerError, MQClientError
 
 Handler = Callable[..., Any]
+
+#: The first segments of the paths routed with an argument (``topics/{topic}``, ...).
+PREFIXES = frozenset(("topics", "groups", "messages", "dlq", "traces"))
+
+log = logging.getLogger(__name__)
 
 
 class DashboardRoutes:
@@ -81,8 +89,12 @@ class DashboardRoutes:
         return None
 
     def paths(self) -> set[str]:
-        """Every path this routes (for a 405 on a known path with another method)."""
-        return {p for (_, p) in self.fixed} | {"topics", "groups", "messages", "dlq", "traces"}
+        """Every fixed path this routes (for a 405 on a known path with another method)."""
+        return {p for (_, p) in self.fixed}
+
+    def heads(self) -> set[str]:
+        """The first segment of every path this routes."""
+        return {p.partition("/")[0] for p in self.paths()} | PREFIXES
 
     # --- over the wire --------------------------------------------------------------------
     def namesrv_addr(self) -> str | None:
@@ -110,11 +122,17 @@ class DashboardRoutes:
             try:
                 return await run(admin)
             except MQBrokerError as exc:
+                if exc.code == ResponseCode.CONSUME_MSG_TIMEOUT:  # the consumer did not answer
+                    raise ApiError(502, f"no answer in time: {exc.remark}") from None
                 raise ApiError(409, f"the broker refused: {exc.remark or exc.code}") from None
-            except (MQClientError, ConnectionError, TimeoutError) as exc:
+            except (MQClientError, RemotingConnectionError, RemotingTimeoutError,
+                    ConnectionError, TimeoutError) as exc:
                 raise ApiError(502, f"the broker did not answer: {exc}") from None
             finally:
-                await admin.shutdown()
+                try:
+                    await admin.shutdown()
+                except Exception:  # the answer above matters more than a failed close
+                    log.warning("closing the dashboard's admin client failed", exc_info=True)
 
         return defer.ensureDeferred(go())
 

@@ -100,10 +100,9 @@ def check_topic_name(topic: Any) -> str:
 
 
 def _queue_count(value: Any) -> int:
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        raise ApiError(400, f"queues must be an integer, not {value!r}") from None
+    if type(value) is not int:  # not a bool, a float or a string of digits
+        raise ApiError(400, f"queues must be an integer, not {value!r}")
+    n = value
     if not 1 <= n <= 1024:
         raise ApiError(400, f"queues must be between 1 and 1024, not {n}")
     return n
@@ -116,14 +115,16 @@ def create_topic(cluster: Any, body: Any, admin_factory: Any) -> defer.Deferred:
     topic = check_topic_name(body.get("topic"))
     queues = _queue_count(body.get("queues", 4))
     perm = body.get("perm", 6)
-    if perm not in (2, 4, 6):
+    if type(perm) is not int or perm not in (2, 4, 6):
         raise ApiError(400, f"perm is 2 (write), 4 (read) or 6 (both), not {perm!r}")
     kind = body.get("type")
     if kind is not None and kind not in CREATABLE_TYPES:
         raise ApiError(400, f"type is one of {', '.join(CREATABLE_TYPES)}, not {kind!r}")
     broker = body.get("broker")
-    if broker is not None and broker not in cluster.broker_addrs:
-        raise ApiError(404, f"no broker {broker!r}")
+    if broker is not None:
+        if not isinstance(broker, str):
+            raise ApiError(400, "broker is a broker's name")
+        controller(cluster, broker)  # 404 unless it exists and runs
     names = [broker] if broker else [s.name for s in cluster.slots if s.running]
     if not names:
         raise ApiError(503, "no broker is running")

@@ -339,3 +339,51 @@ def test_popped_messages_are_in_flight_until_they_are_visible_again(rocketmq):
         (topic, 0, now_ms + 60_000), (topic, 1, now_ms + 60_000)]
     [row] = [g for g in call(rocketmq, "GET", "/groups")[1] if g["group"] == group]
     assert row["inflight"] == 2
+
+
+# --- other web sites, unreachable brokers, loose types ------------------------------------------
+@pytest.mark.parametrize("headers", [
+    {"Origin": "http://evil.example"},
+    {"Sec-Fetch-Site": "cross-site"},
+    {"Host": "evil.example"},
+])
+def test_a_request_from_another_web_site_is_refused(rocketmq, headers):
+    status, _, body = get_raw(rocketmq, "/cluster", headers)
+    assert status == 403 and (b"refused" in body or b"not a loopback name" in body)
+
+
+def test_the_pages_own_requests_and_tools_are_served(rocketmq):
+    own = {"Origin": f"http://127.0.0.1:{rocketmq.control_port}", "Sec-Fetch-Site": "same-origin"}
+    assert get_raw(rocketmq, "/cluster", own)[0] == 200
+    assert get_raw(rocketmq, "/cluster", {"Host": f"localhost:{rocketmq.control_port}"})[0] == 200
+
+
+def test_a_change_sent_to_an_unreachable_broker_is_a_502(rocketmq):
+    call(rocketmq, "POST", "/broker/unreachable")
+    try:
+        status, err = call(rocketmq, "POST", "/topics", {"topic": unique("Far"), "queues": 1},
+                           timeout=30)
+        assert status == 502 and "did not answer" in err["error"]
+    finally:
+        call(rocketmq, "POST", "/broker/reachable")
+
+
+def test_a_topic_on_a_stopped_broker_is_a_404(rocketmq):
+    rocketmq.stop_broker()
+    try:
+        status, err = call(rocketmq, "POST", "/topics",
+                           {"topic": "T", "queues": 1, "broker": "broker-a"})
+        assert status == 404 and "stopped" in err["error"]
+    finally:
+        rocketmq.start_broker()
+
+
+@pytest.mark.parametrize("body", [{"topic": "T", "queues": True}, {"topic": "T", "queues": "4"},
+                                  {"topic": "T", "perm": 4.0}, {"topic": "T", "broker": ["a"]}])
+def test_a_topic_request_of_the_wrong_json_type_is_a_400(rocketmq, body):
+    assert call(rocketmq, "POST", "/topics", body)[0] == 400
+
+
+def test_a_bad_request_log_parameter_is_a_400_naming_it(rocketmq):
+    status, err = call(rocketmq, "GET", "/requests?since=yesterday")
+    assert status == 400 and err["error"] == "since must be an integer, not 'yesterday'"

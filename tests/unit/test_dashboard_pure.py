@@ -84,3 +84,12 @@ def test_serving_the_control_api_imports_nothing_of_the_dashboard():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_control_api_knows_every_path_the_dashboard_routes():
+    """The control API imports the dashboard for the paths under DASHBOARD_HEADS only."""
+    from rocketmq_emu.client.control_api import DASHBOARD_HEADS
+    from rocketmq_emu.client.dashboard.routes import DashboardRoutes
+
+    routes = DashboardRoutes(SimpleNamespace(), lambda: {"now_ms": 0}, False)
+    assert routes.heads() == DASHBOARD_HEADS

@@ -18,8 +18,10 @@ function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === null || v === undefined || v === false) continue;
-    if (k.startsWith("on") && typeof v === "function") el.addEventListener(k.slice(2), v);
-    else if (k === "class") el.className = v;
+    if (k.startsWith("on")) {
+      // Handlers are functions only: a string would become inline script (and CSP refuses it).
+      if (typeof v === "function") el.addEventListener(k.slice(2), v);
+    } else if (k === "class") el.className = v;
     else if (k === "value") el.value = v;
     else el.setAttribute(k, v === true ? "" : String(v));
   }
@@ -40,7 +42,7 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 function s(tag, attrs, ...children) {
   const el = document.createElementNS(SVG_NS, tag);
   for (const [k, v] of Object.entries(attrs || {})) {
-    if (v !== null && v !== undefined) el.setAttribute(k, String(v));
+    if (v !== null && v !== undefined && !k.startsWith("on")) el.setAttribute(k, String(v));
   }
   for (const c of children) {
     if (c === null || c === undefined) continue;

@@ -76,7 +76,7 @@ views.messages = {
     this.note.textContent = "Searching…";
     let r;
     try {
-      r = await api("/messages/search?" + params.toString());
+      r = await api(withBroker("/messages/search?" + params.toString()));
     } catch (e) {
       this.note.textContent = "";
       this.table.set(summaryColumns, [], "Search failed.");
@@ -149,11 +149,10 @@ views.message = {
     const body = m.body === null || m.body === undefined ? "" : String(m.body);
     if (this.body.textContent !== body) this.body.textContent = body; // text only, never parsed
     const enc = m.bodyEncoding === "hex" ? "hex" : "text";
-    const shown = m.bodyShown === undefined ? null : m.bodyShown;
-    this.bodyLabel.textContent = `${enc === "hex" ? "Hex dump" : "Text"}: ` +
-      (shown !== null && m.bodySize !== undefined && shown < m.bodySize
-        ? `first ${fmtNum(shown)} of ${fmtNum(m.bodySize)} bytes shown.`
-        : `${fmtNum(shown !== null ? shown : m.bodySize)} bytes shown.`);
+    // A body too large to show comes without its bytes and with the reason (bodyError).
+    this.bodyLabel.textContent = m.bodyError
+      ? `Not shown: ${m.bodyError}.`
+      : `${enc === "hex" ? "Hex dump" : "Text"}: ${fmtNum(m.bodySize)} bytes.`;
     if (m.msgId) this.traceLink.setAttribute("href", route("traces", m.msgId));
     const consumed = m.consumedBy || [];
     this.consumed.set([
@@ -238,7 +237,7 @@ views.dlq = {
     }
     let r;
     try {
-      r = await api("/dlq/" + encodeURIComponent(this.group) + "?max=64");
+      r = await api(withBroker("/dlq/" + encodeURIComponent(this.group) + "?max=64"));
     } catch (e) {
       if (e.status === 404) { // no DLQ topic yet: not an error worth a banner
         this.note.textContent = "";
@@ -308,7 +307,7 @@ views.scheduled = {
     return page("Scheduled", section("Delayed and timer messages, by due time", this.note, this.table.el));
   },
   async refresh() {
-    const r = await api("/scheduled?max=200");
+    const r = await api(withBroker("/scheduled?max=200"));
     const msgs = (r && r.messages) || [];
     const now = r && typeof r.now_ms === "number" ? r.now_ms : clusterNow();
     this.note.textContent = `Business clock: ${fmtTime(now)}` + (r && r.truncated ? ` — showing the first ${msgs.length} (truncated).` : "");
