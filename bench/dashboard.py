@@ -11,7 +11,9 @@
    each. The issue's bound: at most 5 % fewer messages a second with a page open. On a 2-core
    machine the browser's own rendering competes with the broker and the load client for the
    cores, so the broker's CPU per message is printed beside the rate: it says what the page
-   costs the broker itself.
+   costs the broker itself. Then the emulator's CPU per poll of each view (its request log
+   full), and the share of a core that is at one poll every 2 s: the page's cost to the broker
+   without the browser's.
 """
 
 from __future__ import annotations
@@ -216,6 +218,37 @@ def send_phases(proc: subprocess.Popen, broker: str, base: str, args) -> bool:
     return ok
 
 
+#: What a page open on each view asks every 2 s (the heartbeat, then the view's own data).
+VIEW_POLLS = {
+    "Cluster": ["/cluster"],
+    "Topics": ["/cluster", "/topics"],
+    "Requests": ["/cluster", "/requests?since=0&max=200"],
+}
+POLL_PERIOD_S = 2.0
+
+
+def poll_costs(proc: subprocess.Popen, base: str, polls: int = 50) -> None:
+    """The emulator's CPU per poll of each view (its request log full of the send phases'
+    records), and what share of one core that is at the page's 2 s period: the page's cost to
+    the broker, free of the browser's own rendering competing for the cores."""
+    import psutil
+
+    emulator = psutil.Process(proc.pid)
+    logged = len(json.loads(get(base + "/requests?since=0&max=100000")[1]))
+    print(f"request log holds {logged:,} records")
+    for view, paths in VIEW_POLLS.items():
+        for path in paths:  # warm: first calls import the dashboard's modules
+            get(base + path)
+        cpu0 = sum(emulator.cpu_times()[:2])
+        for _ in range(polls):
+            for path in paths:
+                get(base + path)
+        per_poll = (sum(emulator.cpu_times()[:2]) - cpu0) / polls
+        print(f"poll of the {view + ' view':<15} {per_poll * 1000:6.2f} ms broker CPU = "
+              f"{per_poll / POLL_PERIOD_S * 100:5.2f} % of a core at one poll per "
+              f"{POLL_PERIOD_S:.0f} s")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=3, help="calls per timing / alternations")
@@ -228,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.only in (None, "send"):
             ok &= send_phases(proc, broker, base, args)
+            poll_costs(proc, base)
         if args.only in (None, "scale"):
             ok &= scale(broker, base, args.repeat)
     finally:

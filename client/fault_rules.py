@@ -8,7 +8,7 @@ it imports neither, so the two never import each other back.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode, request_name
@@ -137,6 +137,13 @@ class RequestRecord:
         return self
 
     def to_json(self) -> dict:
-        """JSON-friendly form."""
+        """JSON-friendly form. Field by field, not ``asdict``: its deep copy made a page
+        polling 500 records cost the broker 50 ms a poll."""
         self.refresh()
-        return asdict(self)
+        out = {name: getattr(self, name) for name in _RECORD_FIELDS}
+        out["ext_fields"] = dict(self.ext_fields)
+        return out
+
+
+#: RequestRecord's fields, in declaration order (what ``to_json`` writes).
+_RECORD_FIELDS = tuple(f.name for f in fields(RequestRecord))

@@ -131,9 +131,9 @@ views.faults = {
 };
 
 // ----- Requests -------------------------------------------------------------------------
-// Polled with ?since=<last seq> and appended; keeps the last 500 rows. A record polled before
+// Polled with ?since=<last seq> and appended; keeps the last 200 rows. A record polled before
 // its answer was sent is fetched again (by seq) until it has one, for a short while.
-const REQUESTS_KEEP = 500;
+const REQUESTS_KEEP = 200;
 const requestsLog = {rows: [], since: 0};
 
 views.requests = {
@@ -163,7 +163,7 @@ views.requests = {
     const nowS = Date.now() / 1000;
     const pending = requestsLog.rows.filter((r) => isPending(r) && nowS - r.wall < 10);
     const since = pending.length ? Math.min(requestsLog.since, pending[0].seq - 1) : requestsLog.since;
-    // max: only the newest records; the log holds 100,000 and the page shows 500.
+    // max: only the newest records; the log holds 100,000 and the page shows 200 (a person reads no more as they arrive).
     const recs = (await api("/requests?since=" + since + "&max=" + REQUESTS_KEEP)) || [];
     if (recs.length) {
       const bySeq = new Map(requestsLog.rows.map((r) => [r.seq, r]));
