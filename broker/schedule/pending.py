@@ -21,6 +21,7 @@ Both lists are merged by due time and cut at ``limit``; ``truncated`` says wheth
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -141,11 +142,13 @@ def _dispatched(timer_service: Any, bucket: int) -> set[int]:
     return out
 
 
-def _read_payload(path: str, entry: ScheduleEntry) -> bytes | None:
+def _read_payload(log: Any, entry: ScheduleEntry) -> bytes | None:
+    """The payload of ``entry`` from the open schedule_log file ``log`` (None: unreadable)."""
+    if log is None:
+        return None
     try:
-        with open(path, "rb") as f:
-            f.seek(entry.position + HEADER_SIZE)
-            return f.read(entry.payload_len)
+        log.seek(entry.position + HEADER_SIZE)
+        return log.read(entry.payload_len)
     except OSError:
         return None
 
@@ -195,25 +198,36 @@ def _timer_candidates(store: Any, timer: Any, wanted: int) -> list[_Candidate]:
         done = _dispatched(timer, bucket)
         entries = [e for e in seg.scan() if e.sequence not in done]
         entries.sort(key=lambda e: (e.due_ms, e.sequence))
-        for group in _same_due_groups(entries):
-            if len(out) >= wanted:
-                break
-            records = [_decode(_read_payload(seg.path, e)) for e in group]
-            deletes = {r.properties[PROPERTY_TIMER_DEL_UNIQKEY] for r in records
-                       if r is not None and PROPERTY_TIMER_DEL_UNIQKEY in r.properties}
-            for entry, record in zip(group, records, strict=True):
-                if record is not None:
-                    props = record.properties
-                    if PROPERTY_TIMER_DEL_UNIQKEY in props:
-                        continue
-                    if deletes and delete_key(
-                            props.get(PROPERTY_REAL_TOPIC) or record.topic,
-                            props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)) in deletes:
-                        continue
-                out.append(_timer_candidate(record, entry.due_ms,
-                                                   (bucket, entry.sequence)))
+        with contextlib.ExitStack() as stack:
+            try:  # opened once per segment: a page polls this every 2 s
+                log = stack.enter_context(open(seg.path, "rb"))
+            except OSError:
+                log = None
+            _take(out, wanted, bucket, entries, log)
     out.extend(_unreplayed(store, timer, wanted))
     return out
+
+
+def _take(out: list[_Candidate], wanted: int, bucket: int, entries: list[ScheduleEntry],
+          log: Any) -> None:
+    """Append to ``out`` (up to ``wanted``) the pending messages of one bucket's ``entries``,
+    leaving out delete markers and the messages they delete."""
+    for group in _same_due_groups(entries):
+        if len(out) >= wanted:
+            break
+        records = [_decode(_read_payload(log, e)) for e in group]
+        deletes = {r.properties[PROPERTY_TIMER_DEL_UNIQKEY] for r in records
+                   if r is not None and PROPERTY_TIMER_DEL_UNIQKEY in r.properties}
+        for entry, record in zip(group, records, strict=True):
+            if record is not None:
+                props = record.properties
+                if PROPERTY_TIMER_DEL_UNIQKEY in props:
+                    continue
+                if deletes and delete_key(
+                        props.get(PROPERTY_REAL_TOPIC) or record.topic,
+                        props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)) in deletes:
+                    continue
+            out.append(_timer_candidate(record, entry.due_ms, (bucket, entry.sequence)))
 
 
 def _unreplayed(store: Any, timer: Any, wanted: int) -> list[_Candidate]:
