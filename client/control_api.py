@@ -8,11 +8,12 @@ page (:mod:`rocketmq_emu.client.dashboard`: ``GET /`` to a browser, ``/dashboard
 whose JSON endpoints are routed here too; errors are ``{"error": "..."}`` with status 400, 404,
 405, 409 or 413, 502 when a broker does not answer, 503 when one fails to (re)start.
 
-Bound to an address that is not loopback, the API requires a bearer token (the dashboard's
-static files, which hold no data, excepted) (given, or generated
+Bound to an address that is not loopback, the API requires a bearer token (given, or generated
 by :func:`resolve_token`); a token given explicitly is required on loopback too. Every request
 without ``Authorization: Bearer <token>`` is answered 401 with ``WWW-Authenticate: Bearer``
-(:func:`bearer_ok` compares in constant time).
+(:func:`bearer_ok` compares in constant time), except for the dashboard's static files, which
+hold no data. A request a browser marks as coming from another web site is refused with 403
+(:meth:`ControlResource._foreign`).
 
 It drives three things, never the test harness class: the cluster, as built by the production
 wiring (:class:`rocketmq_emu.broker.cluster.Cluster`; what is used of it is
@@ -48,7 +49,7 @@ log = logging.getLogger(__name__)
 #: RFC 6750's ``b64token``: what a bearer token may contain (``secrets.token_urlsafe`` fits).
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 
-#: The first path segments of the dashboard's endpoints (``dashboard.routes.HEADS``, which a
+#: The first path segments of the dashboard's endpoints (``DashboardRoutes.heads()``, which a
 #: test holds equal): only a request under one of them imports the dashboard.
 DASHBOARD_HEADS = frozenset(("cluster", "recording", "topics", "groups", "producers", "messages",
                              "dlq", "traces", "scheduled"))

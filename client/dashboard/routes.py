@@ -1,7 +1,8 @@
 """The dashboard's JSON endpoints, routed for the control API (:class:`DashboardRoutes`).
 
-``ControlResource`` builds this on the first request it has no route of its own for, so a
-control API that no page reads imports none of the dashboard.
+``ControlResource`` builds this on the first request under one of its paths
+(``control_api.DASHBOARD_HEADS``), so a control API that no page reads imports none of the
+dashboard.
 """
 
 from __future__ import annotations
