@@ -60,6 +60,7 @@ from rocketmq_emu.client.clock import ControllableClock
 from rocketmq_emu.client.control_up import Controls
 from rocketmq_emu.client.instance import default_reactor
 from rocketmq_emu.client.testing_acl import AclHome
+from rocketmq_emu.client.testing_dashboard import DashboardAccess
 from rocketmq_emu.client.testing_tools import (  # noqa: F401 (re-exported)
     TEST_BROKER_CONF,
     TEST_BROKER_SETTINGS,
@@ -80,7 +81,7 @@ log = logging.getLogger(__name__)
 _PORT_ATTEMPTS = 3
 
 
-class EmbeddedCluster:
+class EmbeddedCluster(DashboardAccess):
     """Name server + broker(s) in-process (see module docstring).
 
     ``clock`` is ``"follow"`` (default), ``"manual"`` or a :class:`ControllableClock`.
@@ -512,27 +513,3 @@ class EmbeddedCluster:
         findings = (run_blocking(monitor.snapshot, timeout=30) if blocking
                     else monitor.snapshot())["findings"]
         return [f for f in findings if severity is None or f["severity"] == severity]
-
-
-    # --- the dashboard --------------------------------------------------------------------------
-    @property
-    def dashboard_url(self) -> str:
-        """``http://127.0.0.1:PORT/``: the dashboard of this cluster in a browser (the control
-        API's port, served from the first time this is asked if ``control_port`` was not given)."""
-        if not self.running:
-            raise RuntimeError("the cluster is not running: no dashboard to show")
-        if self.control_port is None or self.controls.listening is None:
-            if in_reactor_context():
-                self.control_port = self.controls.serve(self.cluster, self.control_port or 0)
-            else:
-                self.control_port = run_blocking(lambda: self.controls.serve(
-                    self.cluster, self.control_port or 0), timeout=30)
-        return f"http://127.0.0.1:{self.control_port}/"  # Controls.serve's interface
-
-    def pause(self, prompt: str | None = None) -> None:
-        """Wait for Enter while the brokers and the dashboard keep serving: put it where a test
-        fails and look at :attr:`dashboard_url` in a browser (run pytest with ``-s``)."""
-        from twisted.internet import threads
-
-        text = prompt or f"rmq-emu: dashboard at {self.dashboard_url} - press Enter to go on "
-        run_blocking(threads.deferToThread, input, text, timeout=None)
