@@ -312,7 +312,8 @@ class ControlResource(resource.Resource):
             found = self.dashboard().route(method, path)
             if found is not None:
                 return found
-            if path in self.dashboard().paths():
+            if any(self.dashboard().route(other, path) is not None
+                   for other in ("GET", "POST", "DELETE") if other != method):
                 raise ApiError(405, f"method {method} not allowed on /{path}")
         if any(p == path for (_, p) in self.routes):
             raise ApiError(405, f"method {method} not allowed on /{path}")

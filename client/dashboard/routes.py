@@ -90,7 +90,7 @@ class DashboardRoutes:
         return None
 
     def paths(self) -> set[str]:
-        """Every fixed path this routes (for a 405 on a known path with another method)."""
+        """Every fixed path this routes (the rest are under :data:`PREFIXES`)."""
         return {p for (_, p) in self.fixed}
 
     def heads(self) -> set[str]:

@@ -387,3 +387,9 @@ def test_a_topic_request_of_the_wrong_json_type_is_a_400(rocketmq, body):
 def test_a_bad_request_log_parameter_is_a_400_naming_it(rocketmq):
     status, err = call(rocketmq, "GET", "/requests?since=yesterday")
     assert status == 400 and err["error"] == "since must be an integer, not 'yesterday'"
+
+
+@pytest.mark.parametrize(("method", "path"), [("PUT", "/topics/T"), ("GET", "/groups/G/reset-offset"),
+                                              ("DELETE", "/cluster")])
+def test_a_method_a_path_does_not_take_is_a_405(rocketmq, method, path):
+    assert call(rocketmq, method, path)[0] == 405
