@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -61,7 +61,7 @@ class DashboardPage:
         def ready(_driver):
             try:
                 return condition()
-            except (StaleElementReferenceException, LookupError):
+            except (StaleElementReferenceException, NoSuchElementException, LookupError):
                 return False
         try:
             return WebDriverWait(self.driver, timeout, poll_frequency=0.1).until(ready)
@@ -74,7 +74,9 @@ class DashboardPage:
         element.send_keys(text)
 
     def click(self, css: str) -> None:
-        self.find(css).click()
+        """Click ``css``, finding it again if the page re-rendered it meanwhile (a polled table
+        is redrawn when its data changed: an element found a moment ago may be gone)."""
+        self.wait_for(lambda: self.find(css).click() or True, f"a click on {css}")
 
     def rows(self, table: str) -> list[list[str]]:
         """The cells' text of each body row of ``table``."""

@@ -101,7 +101,7 @@ def test_a_topic_created_in_the_page_lists_its_queue_offsets(page, clients):
     page.wait_text("#topics tbody", lambda t: TOPIC in t)
     sent = send(clients, COUNT, "key")
     assert len(sent.events("sent")) == COUNT, sent.diagnostics()
-    page.find(f"a.topic-link[href='#/topics/{TOPIC}']").click()
+    page.click(f"a.topic-link[href='#/topics/{TOPIC}']")
     page.wait_text("#view h1", lambda t: TOPIC in t)
     page.wait_for(lambda: sum(int(r[2]) for r in page.rows("#queues")) == COUNT,
                   f"the queues' max offsets add up to {COUNT}")
@@ -111,7 +111,7 @@ def test_a_topic_created_in_the_page_lists_its_queue_offsets(page, clients):
 def test_a_message_found_by_key_shows_its_body_as_text(page, driver):
     search_by_key(page, "key-3")
     page.shot("messages")
-    page.find("#messages a.msg-link").click()
+    page.click("#messages a.msg-link")
     body = page.wait_text("#msg-body", lambda t: t.startswith(HOSTILE))
     assert body == f"{HOSTILE}-3"
     assert driver.execute_script("return window.pwned === undefined")
@@ -164,7 +164,7 @@ def test_a_fault_added_in_the_page_fails_the_next_send_and_the_log_shows_it(page
     page.open("faults")
     page.type("#fault-codes", "SEND")
     page.type("#fault-remark", "from the dashboard test")
-    page.find("#fault-action option[value='error']").click()
+    page.click("#fault-action option[value='error']")
     page.click("#fault-add")
     page.wait_text("#faults tbody", lambda t: "from the dashboard test" in t)
     page.shot("faults")
