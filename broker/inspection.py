@@ -16,19 +16,23 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
-def queue_stats(ctx: Any, topic: str, queue_nums: int) -> list[dict[str, int]]:
+def queue_stats(ctx: Any, topic: str, queue_nums: int,
+                store_times: bool = True) -> list[dict[str, int]]:
     """Min/max offset and last store time of queues ``0 .. queue_nums-1`` of ``topic``
-    (``AdminBrokerProcessor.getTopicStatsInfo``: the time of the message at max-1, 0 if none)."""
+    (``AdminBrokerProcessor.getTopicStatsInfo``: the time of the message at max-1, 0 if none);
+    without ``store_times`` the offsets only (a list of every topic reads no record)."""
     store = ctx.store
     out = []
     for qid in range(queue_nums):
         min_off = max(store.get_min_offset_in_queue(topic, qid), 0)
         max_off = max(store.get_max_offset_in_queue(topic, qid), 0)
-        last = 0
-        if max_off > 0:
-            last = max(store.get_message_store_timestamp(topic, qid, max_off - 1), 0)
-        out.append({"queueId": qid, "minOffset": min_off, "maxOffset": max_off,
-                    "lastUpdateTimestamp": last})
+        row = {"queueId": qid, "minOffset": min_off, "maxOffset": max_off}
+        if store_times:
+            last = 0
+            if max_off > 0:
+                last = max(store.get_message_store_timestamp(topic, qid, max_off - 1), 0)
+            row["lastUpdateTimestamp"] = last
+        out.append(row)
     return out
 
 

@@ -1,8 +1,11 @@
 """The one error type of the control API and the dashboard's endpoints (an HTTP status and a
-one-line message, answered as ``{"error": message}``) and the check of an integer query
-parameter that raises it."""
+one-line message, answered as ``{"error": message}``), their reading of a request's query
+parameters and the check of an integer one that raises it."""
 
 from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs
 
 
 class ApiError(Exception):
@@ -30,3 +33,9 @@ def int_arg(q: dict[str, str], name: str, default: int | None = None, *, low: in
         bounds = f"at least {low}" if high is None else f"between {low} and {high}"
         raise ApiError(400, f"{name} must be {bounds}, not {value}")
     return value
+
+
+def query(request: Any) -> dict[str, str]:
+    """The request's query parameters (the last value of each)."""
+    qs = parse_qs(request.uri.decode().partition("?")[2])
+    return {k: v[-1] for k, v in qs.items()}

@@ -35,12 +35,12 @@ import secrets
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import parse_qs, unquote
+from urllib.parse import unquote
 
 from twisted.internet import defer
 from twisted.web import resource, server
 
-from rocketmq_emu.client.api_errors import ApiError, int_arg
+from rocketmq_emu.client.api_errors import ApiError, int_arg, query
 from rocketmq_emu.client.control_spec import OPENAPI, parse_selectors
 
 log = logging.getLogger(__name__)
@@ -365,11 +365,6 @@ class ControlResource(resource.Resource):
 
         return self._done(start(name)).addErrback(failed)
 
-    @staticmethod
-    def _query(request: Any) -> dict[str, str]:
-        qs = parse_qs(request.uri.decode().partition("?")[2])
-        return {k: v[-1] for k, v in qs.items()}
-
     # --- endpoints ------------------------------------------------------------------------------
     def index(self, request: Any, body: Any) -> Any:
         """``GET /`` asked for JSON: the way to ``/openapi.json`` (a browser gets the dashboard)."""
@@ -431,7 +426,7 @@ class ControlResource(resource.Resource):
         return {"ok": True}
 
     def requests(self, request: Any, body: Any) -> list:
-        q = self._query(request)
+        q = query(request)
         codes, rpcs = parse_selectors(q.get("code"))
         limit = int_arg(q, "max", 0, low=1) if q.get("max") else None
         keep = None
@@ -447,7 +442,7 @@ class ControlResource(resource.Resource):
         return {"ok": True}
 
     def _store(self, request: Any = None) -> Any:
-        name = self._query(request).get("broker") if request is not None else None
+        name = query(request).get("broker") if request is not None else None
         if name is not None and name not in self.cluster.broker_addrs:
             raise ApiError(404, f"no broker {name!r}")
         store = self.cluster.broker_store(name)
@@ -457,7 +452,7 @@ class ControlResource(resource.Resource):
 
     def offsets(self, request: Any, body: Any) -> list:
         store = self._store(request)
-        want = self._query(request).get("group")
+        want = query(request).get("group")
         co = store.consumer_offsets
         table = getattr(co, "offset_table", None) or getattr(co, "table", None) or {}
         out = []
@@ -472,7 +467,7 @@ class ControlResource(resource.Resource):
         return out
 
     def messages(self, request: Any, body: Any) -> list:
-        q = self._query(request)
+        q = query(request)
         if "topic" not in q:
             raise ApiError(400, "give topic (and queueId, offset, max)")
         store = self._store(request)

@@ -4,16 +4,9 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qs
 
 from rocketmq_emu.broker.message import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
-from rocketmq_emu.client.api_errors import ApiError, int_arg  # noqa: F401 (re-exported)
-
-
-def query(request: Any) -> dict[str, str]:
-    """The request's query parameters (the last value of each)."""
-    qs = parse_qs(request.uri.decode("latin-1").partition("?")[2])
-    return {k: v[-1] for k, v in qs.items()}
+from rocketmq_emu.client.api_errors import ApiError, int_arg, query  # noqa: F401 (re-exported)
 
 
 def body_object(body: Any) -> dict[str, Any]:

@@ -13,7 +13,12 @@ from typing import Any
 
 from twisted.internet import defer
 
-from rocketmq_emu.broker.message import DLQ_GROUP_TOPIC_PREFIX, decode_offset_msg_id
+from rocketmq_emu.broker.message import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    decode_offset_msg_id,
+)
+from rocketmq_emu.broker.topic_attributes import JAVA_LONG_MAX
 from rocketmq_emu.client.api_errors import ApiError
 from rocketmq_emu.client.dashboard.common import body_object, controller, int_arg, query
 from rocketmq_emu.client.dashboard.topics_view import consuming_groups
@@ -23,15 +28,14 @@ from rocketmq_emu.client.message import MessageExt
 MAX_RESULTS = 1000
 #: The largest body the message view shows; a larger one is named, not shown.
 MAX_BODY_SHOWN = 256 * 1024
-#: ``MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX``: a message's client-side id.
-UNIQ_KEY = "UNIQ_KEY"
 #: A search without ``end`` reaches this far past the business clock's now (clients' clocks).
 _END_SLACK_MS = 24 * 3600 * 1000
 
 
 def summary(m: MessageExt, broker: str) -> dict[str, Any]:
     """A message as a search result lists it."""
-    return {"msgId": m.properties.get(UNIQ_KEY) or m.offset_msg_id, "offsetMsgId": m.offset_msg_id,
+    return {"msgId": m.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or m.offset_msg_id,
+            "offsetMsgId": m.offset_msg_id,
             "topic": m.topic, "queueId": m.queue_id, "queueOffset": m.queue_offset,
             "tags": m.tags, "keys": m.keys, "bornTimestamp": m.born_timestamp,
             "storeTimestamp": m.store_timestamp, "bodySize": len(m.body), "broker": broker}
@@ -96,13 +100,13 @@ def by_key(ctx: Any, topic: str, key: str, limit: int, unique: bool = False) -> 
     index as QUERY_MESSAGE finds them (an index hit is checked against the message: keys share
     hash slots)."""
     store = ctx.store
-    result = store.query_message_offsets(topic, key, limit, 0, 2 ** 63 - 1)
+    result = store.query_message_offsets(topic, key, limit, 0, JAVA_LONG_MAX)
     out = []
     for phy in result.phy_offsets:
         m = _read(store, phy)
         if m is None or m.topic != topic:
             continue
-        if (m.properties.get(UNIQ_KEY) == key) if unique else (key in m.keys):
+        if (m.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) == key) if unique else (key in m.keys):
             out.append(m)
     out.sort(key=lambda m: (m.store_timestamp, m.queue_id, m.queue_offset))
     return out

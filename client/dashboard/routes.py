@@ -140,11 +140,11 @@ class DashboardRoutes:
     # --- reads of other modules ---------------------------------------------------------------
     def traces(self, request: Any, body: Any, msg_id: str) -> dict[str, Any]:
         """``GET /traces/{msgId}``: trace records of the message on every running broker."""
-        from rocketmq_emu.client.dashboard.traces import traces_for
+        from rocketmq_emu.client.dashboard.traces import RMQ_SYS_TRACE_TOPIC, traces_for
 
         out: list[dict[str, Any]] = []
         for c in self.cluster.running_brokers().values():
-            topic = getattr(c.ctx.config, "msg_trace_topic_name", "RMQ_SYS_TRACE_TOPIC")
+            topic = getattr(c.ctx.config, "msg_trace_topic_name", RMQ_SYS_TRACE_TOPIC)
             if c.ctx.topic_config.select_topic_config(topic) is not None:
                 out.extend(traces_for(c.ctx.store, topic, msg_id))
         out.sort(key=lambda t: t.get("timestamp") or 0)

@@ -14,6 +14,7 @@ from typing import Any
 from twisted.internet import defer
 
 from rocketmq_emu.broker import inspection
+from rocketmq_emu.broker.processors.common import validate_topic
 from rocketmq_emu.broker.remoting.codes import RequestCode
 from rocketmq_emu.broker.topic_message_type import TopicMessageType, topic_message_type
 from rocketmq_emu.client.api_errors import ApiError
@@ -22,9 +23,6 @@ from rocketmq_emu.client.dashboard.common import body_object, controller, query,
 #: The types a topic can be created with (``message.type``; MIXED and UNSPECIFIED are not
 #: offered by ``mqadmin updateTopic`` either).
 CREATABLE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")
-#: ``TopicValidator.TOPIC_MAX_LENGTH`` and its character class.
-TOPIC_MAX_LENGTH = 127
-_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-%|")
 
 
 def _type_name(tc: Any) -> str:
@@ -44,18 +42,12 @@ def _summary(ctx: Any, tc: Any) -> dict[str, Any]:
 def topic_list(cluster: Any, request: Any) -> list[dict[str, Any]]:
     """``GET /topics``: every topic of the broker, with its queues' min and max offsets."""
     ctx = controller(cluster, query(request).get("broker")).ctx
-    store = ctx.store
     out = []
     for name, tc in sorted(ctx.topic_config.topic_config_table.items()):
         row = _summary(ctx, tc)
-        queues = []
-        total = 0
-        for qid in range(max(tc.read_queue_nums, tc.write_queue_nums)):
-            low = max(store.get_min_offset_in_queue(name, qid), 0)
-            high = max(store.get_max_offset_in_queue(name, qid), 0)
-            total += high - low
-            queues.append({"queueId": qid, "minOffset": low, "maxOffset": high})
-        row.update(messages=total, queues=queues)
+        queues = inspection.queue_stats(ctx, name, max(tc.read_queue_nums, tc.write_queue_nums),
+                                        store_times=False)
+        row.update(messages=sum(q["maxOffset"] - q["minOffset"] for q in queues), queues=queues)
         out.append(row)
     return out
 
@@ -89,13 +81,13 @@ def topic_detail(cluster: Any, request: Any, topic: str) -> dict[str, Any]:
 
 
 def check_topic_name(topic: Any) -> str:
-    """A topic name ``TopicValidator.validateTopic`` accepts, else 400."""
+    """A topic name ``TopicValidator.validateTopic`` accepts (the broker's own check), else 400
+    with its remark."""
     if not isinstance(topic, str) or not topic:
         raise ApiError(400, "give the topic's name")
-    if len(topic) > TOPIC_MAX_LENGTH:
-        raise ApiError(400, f"a topic name is at most {TOPIC_MAX_LENGTH} characters")
-    if not set(topic) <= _TOPIC_CHARS:
-        raise ApiError(400, f"topic {topic!r}: only letters, digits, '%', '|', '-' and '_'")
+    remark = validate_topic(topic)
+    if remark is not None:
+        raise ApiError(400, f"topic {topic!r}: {remark}")
     return topic
 
 

@@ -120,9 +120,11 @@ def _blank(trace_type: str) -> dict[str, Any]:
     return out
 
 
-def _status(success: bool) -> str:
-    # TraceView.decodeFromTraceTransData shows isSuccess as "success" / "failed".
-    return "success" if success else "failed"
+def _outcome(out: dict[str, Any], success: bool) -> None:
+    """``success``, and ``status`` as TraceView.decodeFromTraceTransData shows isSuccess
+    ("success" / "failed")."""
+    out["success"] = success
+    out["status"] = "success" if success else "failed"
 
 
 def _head(out: dict[str, Any], line: list[str]) -> None:
@@ -156,8 +158,7 @@ def _pub(line: list[str]) -> dict[str, Any]:
         success = _bool(line[13])
         if len(line) >= 15:  # 4.8.0 appended the client's address
             out["clientHost"] = _str(line[14])
-    out["success"] = success
-    out["status"] = _status(success)
+    _outcome(out, success)
     return out
 
 
@@ -179,8 +180,7 @@ def _sub_after(line: list[str]) -> dict[str, Any]:
     out["msgId"] = line[2]
     out["costTime"] = _int(line[3])
     success = _bool(line[4])
-    out["success"] = success
-    out["status"] = _status(success)
+    _outcome(out, success)
     out["keys"] = _str(line[5])
     if len(line) >= 7:
         code = _int(line[6])
@@ -214,8 +214,7 @@ def _recall(line: list[str]) -> dict[str, Any]:
     out["topic"] = _str(line[4])
     out["msgId"] = line[5]
     success = _bool(line[6])
-    out["success"] = success
-    out["status"] = _status(success)
+    _outcome(out, success)
     return out
 
 
