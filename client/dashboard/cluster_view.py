@@ -44,8 +44,6 @@ class ThroughputSamples:
         self.wall = wall
         #: broker name -> (wall seconds, put total, get total, the BrokerStats sampled)
         self._samples: dict[str, deque[tuple[float, int, int, Any]]] = {}
-        #: store path -> (wall seconds, bytes on disk) of its last measure
-        self.store_sizes: dict[str, tuple[float, int]] = {}
 
     def sample(self, broker: str, stats: Any) -> list[dict[str, float]]:
         """Take a sample of ``stats`` (unless the last is under a second old) and return the
@@ -85,17 +83,27 @@ def recording(cluster: Any) -> dict[str, Any]:
 STORE_SIZE_TTL_S = 30.0
 
 
-def _disk(store_dir: Path, samples: ThroughputSamples) -> dict[str, int]:
-    probe = store_dir if store_dir.exists() else Path(".")
-    usage = shutil.disk_usage(probe)
-    now = samples.wall()
-    cached = samples.store_sizes.get(str(store_dir))
-    if cached is None or now - cached[0] > STORE_SIZE_TTL_S:
-        cached = samples.store_sizes[str(store_dir)] = (now, dir_bytes(store_dir))
-    return {"total": usage.total, "free": usage.free, "storeBytes": cached[1]}
+class StoreSizes:
+    """Each store's size on disk (:func:`dir_bytes`), measured again at most every
+    :data:`STORE_SIZE_TTL_S`."""
+
+    def __init__(self, wall: Callable[[], float] = time.time) -> None:
+        self.wall = wall
+        #: store path -> (wall seconds, bytes on disk) of its last measure
+        self._sizes: dict[Path, tuple[float, int]] = {}
+
+    def disk(self, store_dir: Path) -> dict[str, int]:
+        """The file system's total and free bytes and the store's own bytes."""
+        usage = shutil.disk_usage(store_dir if store_dir.exists() else Path("."))
+        now = self.wall()
+        cached = self._sizes.get(store_dir)
+        if cached is None or now - cached[0] > STORE_SIZE_TTL_S:
+            cached = self._sizes[store_dir] = (now, dir_bytes(store_dir))
+        return {"total": usage.total, "free": usage.free, "storeBytes": cached[1]}
 
 
-def broker_row(cluster: Any, slot: Any, samples: ThroughputSamples) -> dict[str, Any]:
+def broker_row(cluster: Any, slot: Any, samples: ThroughputSamples,
+               sizes: StoreSizes) -> dict[str, Any]:
     """One broker of the Cluster view."""
     cfg = slot.config or slot.template
     tls = getattr(cfg, "tls", None)
@@ -104,7 +112,7 @@ def broker_row(cluster: Any, slot: Any, samples: ThroughputSamples) -> dict[str,
         "version": VERSION_DESC, "cluster": getattr(cfg, "broker_cluster_name", None),
         "tls": tls.mode.value if tls is not None else None,
         "acl": bool(getattr(cfg, "acl_enable", False)), "store": str(slot.store_dir),
-        "disk": _disk(Path(slot.store_dir), samples), "putTotal": None, "getTotal": None, "tps": [],
+        "disk": sizes.disk(Path(slot.store_dir)), "putTotal": None, "getTotal": None, "tps": [],
     }
     if slot.running and slot.controller is not None:
         stats = slot.controller.ctx.stats
@@ -114,13 +122,13 @@ def broker_row(cluster: Any, slot: Any, samples: ThroughputSamples) -> dict[str,
     return row
 
 
-def cluster_view(cluster: Any, clock_state: dict[str, Any],
-                 samples: ThroughputSamples) -> dict[str, Any]:
+def cluster_view(cluster: Any, clock_state: dict[str, Any], samples: ThroughputSamples,
+                 sizes: StoreSizes) -> dict[str, Any]:
     """``GET /cluster``."""
     first = (cluster.slots[0].config or cluster.slots[0].template) if cluster.slots else None
     return {
         "clusterName": getattr(first, "broker_cluster_name", None),
         "namesrv": cluster.namesrv_addr, "grpc": getattr(cluster, "grpc_endpoint", None),
         "now_ms": clock_state["now_ms"], "clock": clock_state, "recording": recording(cluster),
-        "brokers": [broker_row(cluster, s, samples) for s in cluster.slots],
+        "brokers": [broker_row(cluster, s, samples, sizes) for s in cluster.slots],
     }

@@ -37,10 +37,11 @@ class DashboardRoutes:
         self.clock_state = clock_state
         self.use_tls = use_tls
         self.samples = cluster_view.ThroughputSamples()
+        self.store_sizes = cluster_view.StoreSizes()
         c = cluster
         self.fixed: dict[tuple[str, str], Handler] = {
             ("GET", "cluster"): lambda req, body: cluster_view.cluster_view(
-                c, self.clock_state(), self.samples),
+                c, self.clock_state(), self.samples, self.store_sizes),
             ("GET", "recording"): lambda req, body: cluster_view.recording(c),
             ("GET", "topics"): lambda req, body: topics_view.topic_list(c, req),
             ("POST", "topics"): lambda req, body: topics_view.create_topic(c, body, self.admin),

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from rocketmq_emu.client.api_errors import ApiError
-from rocketmq_emu.client.dashboard.cluster_view import ThroughputSamples
+from rocketmq_emu.client.dashboard.cluster_view import StoreSizes, ThroughputSamples
 from rocketmq_emu.client.dashboard.common import int_arg
 from rocketmq_emu.client.dashboard.messages_view import render_body
 
@@ -75,6 +75,18 @@ def test_samples_older_than_ten_minutes_are_dropped():
         now[0] += 1.0
         samples.sample("b", stats)
     assert len(samples.sample("b", stats)) == 600  # samples at 100 s .. 700 s: 600 steps
+
+
+def test_a_stores_size_is_measured_again_only_after_thirty_seconds(tmp_path):
+    now = [0.0]
+    sizes = StoreSizes(wall=lambda: now[0])
+    (tmp_path / "commitlog").write_bytes(b"x" * 8192)
+    first = sizes.disk(tmp_path)["storeBytes"]
+    (tmp_path / "index").write_bytes(b"x" * 8192)
+    now[0] = 30.0
+    assert sizes.disk(tmp_path)["storeBytes"] == first
+    now[0] = 30.5
+    assert sizes.disk(tmp_path)["storeBytes"] > first
 
 
 def test_serving_the_control_api_imports_nothing_of_the_dashboard():
