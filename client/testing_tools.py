@@ -76,28 +76,56 @@ def _port_span() -> tuple[int, int]:
     return PORT_FLOOR, high
 
 
+#: Ports :func:`free_port` handed out lately (port -> ``time.monotonic()``). A server started
+#: with one binds it a moment later (a JVM: seconds later), and until then the port still looks
+#: free: servers started together (a Spark master and its workers, an emulator and the gRPC
+#: port its caller picked) once got the same one.
+_HANDED_OUT: dict[int, float] = {}
+#: How long a handed-out port is not handed out again.
+HANDED_OUT_S = 120.0
+
+
+def _handed_out(port: int, now: float) -> bool:
+    when = _HANDED_OUT.get(port)
+    return when is not None and now - when < HANDED_OUT_S
+
+
+def _hand_out(port: int, now: float) -> int:
+    if len(_HANDED_OUT) > 1024:  # forget the expired ones now and then
+        for old in [p for p, t in _HANDED_OUT.items() if now - t >= HANDED_OUT_S]:
+            del _HANDED_OUT[old]
+    _HANDED_OUT[port] = now
+    return port
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nothing listens on now, for a server a test starts a moment later.
 
     Picked at random below the kernel's ephemeral range, where no outgoing connection (of any
     process) can take it in that moment, as one bound to port 0 could be; under pytest-xdist
-    from the worker's own share of that range, so parallel workers never pick the same one."""
+    from the worker's own share of that range, so parallel workers never pick the same one; and
+    never one this process handed out in the last :data:`HANDED_OUT_S` seconds, which may not
+    be bound yet."""
     low, high = _port_span()
+    now = time.monotonic()
     if high - low > 100:
         for _ in range(200):
             port = random.randrange(low, high)
-            if _port_free(port, host):
-                return port
+            if not _handed_out(port, now) and _port_free(port, host):
+                return _hand_out(port, now)
     with socket.socket() as s:  # the range is all taken or tiny: any free port
         s.bind((host, 0))
-        return s.getsockname()[1]
+        return _hand_out(s.getsockname()[1], now)
 
 
 def free_broker_port(host: str = "127.0.0.1") -> int:
-    """A free port P with P - 2 free as well (the broker's VIP channel)."""
+    """A free port P with P - 2 free as well (the broker's VIP channel), neither handed out
+    lately."""
     for _ in range(500):
         port = free_port(host)
-        if port > 2000 and _port_free(port - 2, host):
+        now = time.monotonic()
+        if port > 2000 and not _handed_out(port - 2, now) and _port_free(port - 2, host):
+            _hand_out(port - 2, now)
             return port
     raise RuntimeError("no free port pair found for the broker")
 

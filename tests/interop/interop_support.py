@@ -109,14 +109,13 @@ def _install_locked(name: str, target: Path, command: list[str],
 # --- the emulator
 
 
-def free_port_pair(avoid: tuple[int | None, ...] = ()) -> tuple[int, int]:
+def free_port_pair() -> tuple[int, int]:
     """Two free ports: one for the name server, one for the broker whose port - 2 is free too
     (:mod:`rocketmq_emu.client.testing_tools`: outside the ephemeral range, the xdist worker's
-    own), none of them one of ``avoid`` (ports picked for the same process, not bound yet)."""
+    own)."""
     for _ in range(200):
         ns, port = testing_tools.free_port(), testing_tools.free_broker_port()
-        taken = {ns, port, port - 2}
-        if len(taken) == 3 and not taken & set(avoid):
+        if ns not in (port, port - 2):
             return ns, port
     raise RuntimeError("no free port pair found")
 
@@ -149,7 +148,7 @@ def start_emulator(tmp: Path, extra: list[str] | None = None, timeout: float = 3
     ``grpc_port`` adds ``--grpc-port`` (the 5.x SDKs' endpoint), ``control_port`` the HTTP control
     API (``--control-port``: business clock, faults); both are recorded on the :class:`Emulator`.
     """
-    ns_port, broker_port = free_port_pair(avoid=(grpc_port, control_port))
+    ns_port, broker_port = free_port_pair()
     store = tmp / "store"
     log_path = tmp / "emulator.log"
     extra = list(extra or [])

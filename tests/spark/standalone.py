@@ -58,18 +58,6 @@ def free_port() -> int:
     return testing_tools.free_port(HOST)
 
 
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct free ports for servers started together: a JVM binds its ports
-    seconds after it starts, so a port picked for one is still free when the next is picked
-    (a worker's web UI once took the master's, and the master's JSON answered with its page)."""
-    ports: list[int] = []
-    while len(ports) < count:
-        port = free_port()
-        if port not in ports:
-            ports.append(port)
-    return ports
-
-
 def server_env(**extra: str) -> dict[str, str]:
     """The servers' environment (see the module docstring)."""
     env = dict(os.environ)
@@ -156,7 +144,8 @@ class StandaloneCluster:
 
     def __init__(self, root: Path, workers: int = 2, cores: int = 1, memory: str = "1g") -> None:
         self.root = Path(root)
-        self.port, self.webui_port, *self.worker_webui_ports = free_ports(2 + workers)
+        self.port = free_port()
+        self.webui_port = free_port()
         self.url = f"spark://{HOST}:{self.port}"
         self.json_url = f"http://{HOST}:{self.webui_port}/json/"
         self.workers = workers
@@ -183,7 +172,7 @@ class StandaloneCluster:
                 self.procs.append(Process(f"worker{i}", [
                     spark_class, "org.apache.spark.deploy.worker.Worker", self.url,
                     "--host", HOST, "--cores", str(self.cores), "--memory", self.memory,
-                    "--webui-port", str(self.worker_webui_ports[i]), "--work-dir", str(work),
+                    "--webui-port", str(free_port()), "--work-dir", str(work),
                 ], self.root / f"worker{i}.log", env))
             _wait(f"{self.workers} ALIVE workers at {self.json_url}",
                   lambda: self.alive_workers() >= self.workers, timeout, self.procs)

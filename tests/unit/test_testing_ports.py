@@ -43,3 +43,14 @@ def test_free_port_stays_in_the_workers_share(monkeypatch, worker):
     monkeypatch.setattr(testing_tools, "_port_free", lambda port, host: checked.append(port) or True)
     assert low <= testing_tools.free_port() < high
     assert len(checked) == 1
+
+
+def test_a_port_handed_out_is_not_handed_out_again_before_it_may_be_bound(monkeypatch):
+    """Servers started together (a Spark master and its workers) bind their ports seconds after
+    the picks: nothing binds here, and still no pick repeats an earlier one, nor a broker port's
+    VIP neighbour (P - 2)."""
+    monkeypatch.setattr(testing_tools, "_port_span", lambda: (40_000, 40_160))
+    monkeypatch.setattr(testing_tools, "_HANDED_OUT", {})
+    broker = testing_tools.free_broker_port()
+    picks = [testing_tools.free_port() for _ in range(100)]
+    assert len(set(picks)) == 100 and not {broker, broker - 2} & set(picks)
