@@ -32,6 +32,7 @@ runs in another thread (the blocking facade), so a test may call it from anywher
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
 from collections.abc import Callable
@@ -44,6 +45,9 @@ from zope.interface import implementer
 log = logging.getLogger(__name__)
 
 MODES = ("follow", "manual")
+# How many changes of course from_wall() remembers: far more than a test makes, and a stamp
+# older than the oldest kept is read with the oldest's course.
+MAX_TURNS = 4096
 
 
 @implementer(IReactorTime)
@@ -68,6 +72,10 @@ class ControllableClock:
         self._firing = False
         # Total seconds added by advance(), for reporting (control API, request log).
         self.advanced = 0.0
+        # Where the reading changed course (advance, set_mode): wall times and, in step,
+        # (reading then, whether it followed the wall from there), for from_wall().
+        self._turn_walls: list[float] = [wall]
+        self._turns: list[tuple[float, bool]] = [(self.seconds(), mode == "follow")]
 
     # --- IReactorTime ---------------------------------------------------------------------
     def seconds(self) -> float:
@@ -116,12 +124,25 @@ class ControllableClock:
             self._manual_now = now
         else:
             self._offset = now - self._reactor.seconds()
+        self._turned()
         self._rearm()
 
     @property
     def offset(self) -> float:
         """Seconds this clock is ahead of the real reactor's time."""
         return self.seconds() - self._reactor.seconds()
+
+    def from_wall(self, wall: float) -> float:
+        """What this clock read at the real (wall) time ``wall``, epoch seconds.
+
+        Clients stamp what they send with their own clock, which is the real one (a producer's
+        ``bornTimestamp``); this puts such a stamp on the broker's time line, so a message born
+        before an :meth:`advance` has aged by it and one born after has not.
+        """
+        # A stamp at the very wall time of a turn was made before it (it came in first).
+        i = max(0, bisect.bisect_left(self._turn_walls, wall) - 1)
+        reading, follows = self._turns[i]
+        return reading + (wall - self._turn_walls[i]) if follows else reading
 
     def pending(self) -> int:
         """Number of pending calls."""
@@ -149,7 +170,15 @@ class ControllableClock:
         else:
             self._offset += seconds
         self.advanced += seconds
+        self._turned()
         return self._run_due()
+
+    def _turned(self) -> None:
+        """Note where the reading changed course; the oldest turns go past ``MAX_TURNS``."""
+        self._turn_walls.append(self._reactor.seconds())
+        self._turns.append((self.seconds(), self.mode == "follow"))
+        if len(self._turns) > MAX_TURNS:
+            del self._turn_walls[0], self._turns[0]
 
     def _run_due(self) -> int:
         if self._firing:  # a call advanced the clock: the outer loop picks the rest up

@@ -14,6 +14,7 @@ After ``transactionCheckMax`` (15) checks the message is discarded (logged, move
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from twisted.internet.task import LoopingCall
@@ -92,12 +93,22 @@ class TransactionCheckService:
         except Exception:
             log.exception("transaction check pass failed")
 
+    def _born_ms(self) -> Callable[[int], int] | None:
+        """How a producer's ``bornTimestamp`` reads on this clock: a controllable clock that
+        was advanced is ahead of the producers' (real) clocks, and a transaction begun after
+        the advance must not count the advance in its age (``ControllableClock.from_wall``).
+        None on the real clock, where the stamps compare as they are."""
+        from_wall = getattr(self.clock, "from_wall", None)
+        if from_wall is None:
+            return None
+        return lambda born: int(from_wall(born / 1000) * 1000)
+
     def check_once(self) -> int:
         """One check pass now; returns how many CHECK_TRANSACTION_STATE requests were sent."""
         now_ms = int(self.clock.seconds() * 1000)
         hours = int(getattr(self.settings, "file_reserved_time", 72) or 72)
         sent = 0
-        for copy in self.service.check(now_ms, hours):
+        for copy in self.service.check(now_ms, hours, self._born_ms()):
             group = copy.properties.get(PROPERTY_PRODUCER_GROUP, "")
             channel = self.producer_manager.get_available_channel(group)
             if channel is None:

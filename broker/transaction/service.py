@@ -16,6 +16,7 @@ its real topic again (RocketMQ would duplicate it).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -208,10 +209,13 @@ class TransactionalMessageService:
                 self.decided_ids.setdefault(uniq, kind)
 
     # --- the check pass --------------------------------------------------------------------------
-    def check(self, now_ms: int, file_reserved_hours: int = 72) -> list[MessageRecord]:
+    def check(self, now_ms: int, file_reserved_hours: int = 72,
+              born_ms: Callable[[int], int] | None = None) -> list[MessageRecord]:
         """One pass of ``TransactionalMessageServiceImpl.check`` over the half queue.
 
-        Returns the put-back copies to send CHECK_TRANSACTION_STATE for (offsets of the copy,
+        A half message's age is ``now_ms`` minus its ``bornTimestamp``; ``born_ms`` puts that
+        stamp (the producer's clock) on the time line of ``now_ms`` first, when the broker's
+        clock is not the real one (see ``ControllableClock.from_wall``). Returns the put-back copies to send CHECK_TRANSACTION_STATE for (offsets of the copy,
         ``TRANSACTION_CHECK_TIMES`` already incremented). Messages checked
         ``transactionCheckMax`` times are moved to ``TRANS_CHECK_MAX_TIME_TOPIC`` and logged.
         """
@@ -243,8 +247,8 @@ class TransactionalMessageService:
                 log.info("half message at %d is not readable (removed?), skipped", i)
                 new_offset = i = i + 1
                 continue
-            if self._need_discard(half, check_max) or \
-                    now_ms - half.born_timestamp > file_reserved_hours * 3_600_000:
+            age = now_ms - (born_ms(half.born_timestamp) if born_ms else half.born_timestamp)
+            if self._need_discard(half, check_max) or age > file_reserved_hours * 3_600_000:
                 log.error("half message %s (queue offset %d, real topic %s) checked %s times or "
                           "too old: discarded to TRANS_CHECK_MAX_TIME_TOPIC",
                           half.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX), i,
@@ -255,7 +259,6 @@ class TransactionalMessageService:
                 continue
             if half.store_timestamp >= now_ms:
                 break  # stored after this pass began
-            age = now_ms - half.born_timestamp
             immunity = timeout
             immunity_str = half.properties.get(PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS)
             if immunity_str is not None:

@@ -117,3 +117,41 @@ def test_bad_mode_and_negative_advance_are_refused():
         ControllableClock("warp", reactor=task.Clock())
     with pytest.raises(ValueError):
         make()[1].advance(-1)
+
+
+def test_from_wall_reads_a_real_stamp_on_the_clocks_time_line():
+    """A real (wall) time before an advance reads with the offset then; after it, with the
+    offset now; so a stamp from before an advance has aged by it and one after has not."""
+    real, clock = make()
+    real.advance(10)
+    clock.advance(120)
+    real.advance(10)
+    assert clock.from_wall(1000.0) == 1000.0
+    assert clock.from_wall(1005.0) == 1005.0
+    assert clock.from_wall(1010.0) == 1010.0  # the advance's own instant: before it
+    assert clock.from_wall(1010.5) == 1130.5
+    assert clock.from_wall(1020.0) == 1140.0 == clock.seconds()
+
+
+def test_from_wall_in_manual_mode_reads_the_standing_time():
+    """In manual mode the clock stood still between advances, whatever the wall did."""
+    real, clock = make("manual")
+    real.advance(50)
+    clock.advance(30)
+    real.advance(50)
+    assert clock.from_wall(1020.0) == 1000.0
+    assert clock.from_wall(1070.0) == 1030.0
+    assert clock.from_wall(1200.0) == 1030.0
+
+
+def test_from_wall_across_a_change_of_mode():
+    """Switching to manual stops the reading at the switch; back to follow it moves again."""
+    real, clock = make()
+    real.advance(10)
+    clock.set_mode("manual")
+    real.advance(10)
+    clock.set_mode("follow")
+    real.advance(10)
+    assert clock.from_wall(1005.0) == 1005.0
+    assert clock.from_wall(1015.0) == 1010.0
+    assert clock.from_wall(1025.0) == 1015.0

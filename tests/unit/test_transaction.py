@@ -27,6 +27,7 @@ from rocketmq_emu.broker.remoting.command import RemotingCommand
 from rocketmq_emu.broker.store import MessageStore
 from rocketmq_emu.broker.store_config import MessageStoreConfig
 from rocketmq_emu.broker.transaction.bridge import CID_RMQ_SYS_TRANS, TRANS_CHECK_MAX_TIME_TOPIC
+from rocketmq_emu.client.clock import ControllableClock
 
 T0 = 1_700_000_000.0
 
@@ -77,11 +78,12 @@ class Broker:
         assert resp.code == ResponseCode.SUCCESS
 
     def send_half(self, conn, topic="Orders", body=b"order-1", uniq="UNIQ0001", group="txg",
-                  queue_id=1, flag=0) -> RemotingCommand:
+                  queue_id=1, flag=0, born_s: float | None = None) -> RemotingCommand:
         props = {"TRAN_MSG": "true", "PGROUP": group, "UNIQ_KEY": uniq, "TAGS": "t",
                  "WAIT": "true"}
         ext = {"a": group, "b": topic, "c": "TBW102", "d": "4", "e": str(queue_id), "f": "4",
-               "g": str(int(self.clock.seconds() * 1000)), "h": str(flag),
+               "g": str(int((self.clock.seconds() if born_s is None else born_s) * 1000)),
+               "h": str(flag),
                "i": properties_to_string(props), "j": "0", "k": "false", "m": "false"}
         resp = self.send.process_send(
             RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, body), conn)
@@ -281,6 +283,32 @@ def test_checks_repeat_each_interval_then_discard_after_check_max(broker, clock)
     assert checks == ["1", "2", "3"]
     [discarded] = broker.pull_all(TRANS_CHECK_MAX_TIME_TOPIC, 0)
     assert discarded.body == b"order-1"
+
+
+def test_a_transaction_begun_after_the_clock_was_advanced_is_not_checked_early(tmp_path):
+    """On a controllable clock advanced by 120 s, a producer's bornTimestamp (its real clock)
+    is read on the broker's time line: a half message born after the advance waits the full
+    transactionTimeOut, one born before it has aged by the advance and is checked."""
+    real = Clock()
+    real.advance(T0)
+    clock = ControllableClock("follow", reactor=real)
+    b = Broker(tmp_path, clock, transaction_time_out=3000, transaction_check_interval=1000)
+    b.tx.check_service.stop()  # passes run below, by hand
+    try:
+        conn = FakeConn()
+        b.heartbeat_producer(conn)
+        b.send_half(conn, uniq="BEFORE", born_s=real.seconds())
+        clock.advance(120)
+        real.advance(0.5)
+        b.send_half(conn, uniq="AFTER", born_s=real.seconds())
+        real.advance(1)
+        assert b.tx.check_service.check_once() == 1
+        assert [c.ext_fields["msgId"] for c in conn.oneway] == ["BEFORE"]
+        real.advance(3)
+        assert b.tx.check_service.check_once() == 2
+        assert [c.ext_fields["msgId"] for c in conn.oneway][1:] == ["AFTER", "BEFORE"]
+    finally:
+        b.close()
 
 
 def _resume(broker, msg_id: str):
