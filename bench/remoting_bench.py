@@ -162,10 +162,12 @@ def write_acl_home(home: str) -> str:
     return home
 
 
-def start_broker(reactor, store_dir: str, acl_home: str | None = None, **settings):
+def start_broker(reactor, store_dir: str, acl_home: str | None = None, business_clock=None,
+                 **settings):
     """A BrokerController (not yet started) with a temporary store and no name server; with
-    ``acl_home`` it has ``aclEnable=true`` and that ``rocketmqHome``; ``settings`` are further
-    BrokerConfig fields (``tls=None``: no TLS switch). Returns it and its port."""
+    ``acl_home`` it has ``aclEnable=true`` and that ``rocketmqHome``; ``business_clock`` is the
+    controller's (default: the reactor); ``settings`` are further BrokerConfig fields
+    (``tls=None``: no TLS switch). Returns it and its port."""
     from rocketmq_emu.broker.config import BrokerConfig
     from rocketmq_emu.broker.controller import BrokerController
 
@@ -178,7 +180,8 @@ def start_broker(reactor, store_dir: str, acl_home: str | None = None, **setting
         rocketmq_home=acl_home,
         **settings,
     )
-    controller = BrokerController(cfg, reactor=reactor, host="127.0.0.1")
+    controller = BrokerController(cfg, reactor=reactor, host="127.0.0.1",
+                                  business_clock=business_clock)
     return controller, cfg.listen_port
 
 

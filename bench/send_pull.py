@@ -32,6 +32,10 @@ body, so it stays valid on every send, and the broker checks every request as a 
 Before measuring, the ACL broker must refuse an unsigned and a wrongly signed send. Prints both
 rates and CPU per request and their ratios. ``--acl --cpu`` does the same in-process (CPU per
 message, ``StringTransport``), plus the cost of the check alone.
+
+``--control --cpu`` compares, in-process, sends to a bare broker and to one wired as
+``rmq-emu up --control-port`` wires it: a controllable clock for business time and a fault
+injector (no rules) recording the request log.
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ from remoting_bench import (
     start_broker,
     write_acl_home,
 )
-from send_pull_cpu import acl_cpu_costs, cpu_costs
+from send_pull_cpu import acl_cpu_costs, control_cpu_costs, cpu_costs
 
 # --- the load generator (runs in a child process) ---------------------------------------------
 
@@ -242,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--acl", action="store_true",
                    help="compare sends to a broker without ACL and one with aclEnable=true "
                         "(signed frames), alternating; with --cpu, in-process")
+    p.add_argument("--control", action="store_true",
+                   help="with --cpu: compare sends to a bare broker and to one wired as "
+                        "rmq-emu up --control-port (controllable clock, fault hooks, request log)")
     p.add_argument("--client", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.cpu:
@@ -250,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.ERROR)
         if args.acl:
             return acl_cpu_costs(repeat=args.repeat, profile=args.profile)
+        if args.control:
+            return control_cpu_costs(repeat=args.repeat, profile=args.profile)
         return cpu_costs(profile=args.profile)
     if args.client:
         spec = json.loads(args.client)

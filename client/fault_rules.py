@@ -8,7 +8,7 @@ it imports neither, so the two never import each other back.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from rocketmq_emu.broker.remoting.codes import RequestCode, ResponseCode, request_name
@@ -97,7 +97,7 @@ class FaultRule:
         return d
 
 
-@dataclass
+@dataclass(slots=True)
 class RequestRecord:
     """One recorded request (and its answer once sent).
 
@@ -124,16 +124,18 @@ class RequestRecord:
     rpc: str | None = None
     client_id: str | None = None
     grpc_status: str | None = None
+    #: The gRPC call (its ServerCall) this record stands for, until its outcome was read.
+    call: Any = field(default=None, repr=False, compare=False)
 
     def refresh(self) -> RequestRecord:
         """Read the outcome of the gRPC call behind this record once it ended (no-op else)."""
-        call = self.__dict__.get("_call")
+        call = self.call
         if call is not None and call.status is not None:
             self.grpc_status = call.status[0].name
-            del self.__dict__["_call"]
+            self.call = None
         elif call is not None and call.cancelled:
             self.grpc_status = "CANCELLED"
-            del self.__dict__["_call"]
+            self.call = None
         return self
 
     def to_json(self) -> dict:
@@ -146,4 +148,4 @@ class RequestRecord:
 
 
 #: RequestRecord's fields, in declaration order (what ``to_json`` writes).
-_RECORD_FIELDS = tuple(f.name for f in fields(RequestRecord))
+_RECORD_FIELDS = tuple(f.name for f in fields(RequestRecord) if f.name != "call")

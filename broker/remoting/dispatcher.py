@@ -199,7 +199,7 @@ class RequestDispatcher:
                 continue
             if result is DROP:
                 return None
-            if isinstance(result, defer.Deferred):
+            if type(result) is not RemotingCommand and isinstance(result, defer.Deferred):
                 return result.addCallback(self._after_interceptor, cmd, conn, i + 1).addErrback(
                     self._failure, cmd, conn
                 )

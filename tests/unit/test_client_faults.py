@@ -59,6 +59,23 @@ def test_without_rules_requests_pass_and_are_recorded():
         310, "SEND_MESSAGE_V2", {"b": "T"}, "127.0.0.1:5555", 0)
 
 
+def test_without_rules_a_later_answer_is_stamped_when_it_comes():
+    """No rule, a handler answering later (a parked pull): the record gets its response code
+    when the answer comes, and the dispatcher hands that answer on."""
+    from twisted.internet import defer
+
+    clock, dispatcher, faults, _ = setup()
+    later: defer.Deferred = defer.Deferred()
+    dispatcher.register(RequestCode.PULL_MESSAGE, lambda cmd, conn: later)
+    out = send(dispatcher, RequestCode.PULL_MESSAGE)
+    (rec,) = faults.records()
+    assert out == [] and rec.response_code is None
+    later.callback(RemotingCommand.request(RequestCode.PULL_MESSAGE).response(
+        ResponseCode.PULL_NOT_FOUND))
+    assert out[0].code == ResponseCode.PULL_NOT_FOUND
+    assert rec.response_code == ResponseCode.PULL_NOT_FOUND and rec.latency_ms is not None
+
+
 def test_error_rule_answers_without_processing():
     """An error rule answers SYSTEM_BUSY and the handler never runs."""
     clock, dispatcher, faults, handled = setup()
