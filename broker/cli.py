@@ -175,7 +175,7 @@ def _stop_all(services: list[Any]) -> Any:
     return run()
 
 
-def _serve(starter, roles: list[PortRole] | None = None, store_root: str | None = None,
+def serve(starter, roles: list[PortRole] | None = None, store_root: str | None = None,
            debug: bool = False) -> int:
     """Run ``starter(reactor, services)`` on the default reactor until a signal.
 
@@ -241,7 +241,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     """Name server + broker in one process, built by :mod:`rocketmq_emu.broker.cluster` (the
     wiring the test harness uses too); ``--control-port`` adds a controllable clock, fault hooks
     and the HTTP control API to that same cluster."""
-    gc.disable()  # until started: see _serve
+    gc.disable()  # until started: see serve
     cfg = load_config(args.config, store=args.store, port=args.broker_port,
                       namesrv=f"{args.host}:{args.namesrv_port}", default_store=DEFAULT_UP_STORE)
     prepare_store(cfg.store_path_root_dir)
@@ -273,7 +273,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             extra = control.serve(controls, cluster)
         _announce(cluster, extra=extra)
 
-    return _serve(starter, roles=roles, store_root=cfg.store_path_root_dir, debug=args.debug)
+    return serve(starter, roles=roles, store_root=cfg.store_path_root_dir, debug=args.debug)
 
 
 def _broker_roles(listen_port: int, option: str) -> list[PortRole]:
@@ -287,7 +287,7 @@ def _broker_roles(listen_port: int, option: str) -> list[PortRole]:
 
 def cmd_namesrv(args: argparse.Namespace) -> int:
     """A name server alone."""
-    gc.disable()  # until started: see _serve
+    gc.disable()  # until started: see serve
 
     from twisted.internet import defer
 
@@ -310,12 +310,12 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
         print(f"{READY} (Ctrl-C to stop)", flush=True)
 
     option = "listenPort" if args.port is None and settings.listen_port is not None else "--port"
-    return _serve(starter, [PortRole(port, "name server port", option)], debug=args.debug)
+    return serve(starter, [PortRole(port, "name server port", option)], debug=args.debug)
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
     """A broker alone, registering with the name server(s) of ``-n`` or ``namesrvAddr``."""
-    gc.disable()  # until started: see _serve
+    gc.disable()  # until started: see serve
     cfg = load_config(args.config, store=args.store, port=args.port, namesrv=args.namesrv)
     prepare_store(cfg.store_path_root_dir)
     if not cfg.namesrv_addrs():
@@ -344,7 +344,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
         roles.append(PortRole(args.grpc_port, "gRPC port", "--grpc-port"))
     if control.port is not None:
         roles.append(PortRole(control.port, "control API port", "--control-port"))
-    return _serve(starter, roles, cfg.store_path_root_dir, debug=args.debug)
+    return serve(starter, roles, cfg.store_path_root_dir, debug=args.debug)
 
 
 def _maybe_start(service: Any) -> Any:

@@ -26,7 +26,7 @@ class _RecorderService:
 
 def main(args: argparse.Namespace) -> int:
     """Relay and record until a signal; 2 for a bad option, 1 if the port cannot be listened."""
-    from rocketmq_emu.broker.cli import READY, _serve
+    from rocketmq_emu.broker.cli import READY, serve
 
     try:
         upstream = check_addr(args.upstream)
@@ -53,7 +53,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"rmq-emu: recording {args.record}", flush=True)
         print(f"{READY} (Ctrl-C to stop)", flush=True)
 
-    return _serve(starter, [PortRole(args.listen, "proxy name server", "--listen")])
+    return serve(starter, [PortRole(args.listen, "proxy name server", "--listen")])
 
 
 def register(subparsers: Any) -> None:

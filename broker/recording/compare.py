@@ -115,12 +115,13 @@ def json_shape(value: Any) -> Any:
     return value
 
 
-def _canonical(value: Any) -> str:
+def canonical(value: Any) -> str:
+    """``value`` as JSON with sorted keys: one text per equal value, to sort and compare by."""
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
 
 
 def _multiset(items: list[Any]) -> list[Any]:
-    return sorted(items, key=_canonical)
+    return sorted(items, key=canonical)
 
 
 def ext_shape(ext: dict[str, str]) -> dict[str, str]:
@@ -173,7 +174,7 @@ def body_shape(body: bytes, request_code: int) -> Any:
 def _plain(value: Any) -> Any:
     """A leniently parsed value (object keys as item tuples) as plain JSON (keys as text)."""
     if isinstance(value, dict):
-        return {k if isinstance(k, str) else _canonical(_plain(k)): _plain(v)
+        return {k if isinstance(k, str) else canonical(_plain(k)): _plain(v)
                 for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
@@ -213,7 +214,7 @@ def _show(value: Any, path: str) -> str:
             return f"{value} {ResponseCode(value).name}"
         except ValueError:
             return str(value)
-    text = value if isinstance(value, str) and value.startswith("<") else _canonical(value)
+    text = value if isinstance(value, str) and value.startswith("<") else canonical(value)
     return text if len(text) <= 200 else text[:197] + "..."
 
 

@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from rocketmq_emu.broker.recording.compare import _canonical, message_shapes
+from rocketmq_emu.broker.recording.compare import canonical, message_shapes
 from rocketmq_emu.broker.remoting.codes import RequestCode
 
 __all__ = ["PULL_CODES", "SAMPLED_CODES", "classify"]
@@ -83,7 +83,7 @@ def _received(answers: Iterable[Any]) -> Counter | None:
         shapes = message_shapes(body)
         if shapes is None:
             return None
-        out.update(_canonical(s) for s in shapes)
+        out.update(canonical(s) for s in shapes)
     return out
 
 
