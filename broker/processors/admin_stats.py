@@ -52,6 +52,7 @@ class AdminStatsProcessor:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
         self.stats_items = BrokerStatsItems(ctx.stats, ctx.cluster_name, ctx.clock)
+        ctx.stats_items = self.stats_items
 
     def handlers(self) -> dict[int, Any]:
         """Request code → handler."""

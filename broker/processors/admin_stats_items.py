@@ -139,6 +139,31 @@ class BrokerStatsItems:
         """Every hour: a day-list snapshot."""
         self._sample("day")
 
+    def broker_totals_history(self) -> list[tuple[int, int, int]]:
+        """The broker's put and get totals at its minute-list snapshots, oldest first:
+        ``(timestamp ms, put total, get total)``, at the instants both totals are known (a
+        total is 0 before its item's zero baseline; one snapshot dropped from a full list is
+        not known)."""
+        lists = [item.lists["minute"] if item is not None else deque()
+                 for item in (self.table[BROKER_PUT_NUMS].get(self.cluster_name),
+                              self.table[BROKER_GET_NUMS].get(self.cluster_name))]
+        known = [{ts: v for ts, _, v in snaps} for snaps in lists]
+
+        def total(i: int, ts: int) -> int | None:
+            snaps = lists[i]
+            if ts in known[i]:
+                return known[i][ts]
+            if not snaps or (ts < snaps[0][0] and snaps[0][2] == 0):
+                return 0
+            return None
+
+        out = []
+        for ts in sorted(known[0].keys() | known[1].keys()):
+            put, get = total(0, ts), total(1, ts)
+            if put is not None and get is not None:
+                out.append((ts, put, get))
+        return out
+
     def get_stats_item(self, name: str, key: str) -> StatsItem | None:
         """``BrokerStatsManager.getStatsItem``: None for an unknown name or key."""
         return self.table.get(name, {}).get(key)

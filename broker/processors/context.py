@@ -97,6 +97,8 @@ class BrokerContext:
         self.hold_service: Any = None
         #: Set by the controller: the arbitrary-time timer service (or None).
         self.timer_service: Any = None
+        #: Set by the admin stats processor: its ``BrokerStatsItems`` (the 10 s snapshots).
+        self.stats_items: Any = None
         #: ``(client, field)`` pairs already warned about (header misreads).
         self.warned: set[tuple[str, str]] = set()
         #: Broker start time (ms) for GET_BROKER_RUNTIME_INFO ``bootTimestamp``.

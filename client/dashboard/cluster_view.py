@@ -45,14 +45,23 @@ class ThroughputSamples:
         #: broker name -> (wall seconds, put total, get total, the BrokerStats sampled)
         self._samples: dict[str, deque[tuple[float, int, int, Any]]] = {}
 
-    def sample(self, broker: str, stats: Any) -> list[dict[str, float]]:
+    def sample(self, broker: str, stats: Any,
+               history: Callable[[], list[tuple[float, int, int]]] | None = None,
+               ) -> list[dict[str, float]]:
         """Take a sample of ``stats`` (unless the last is under a second old) and return the
         rates: ``[{"t": ms, "put": msg/s, "get": msg/s}]``, one per step between samples. A
-        restarted broker counts from zero with a new ``stats``: its history starts again."""
+        restarted broker counts from zero with a new ``stats``: its history starts again.
+        ``history()`` gives ``(wall seconds, put total, get total)`` points taken without a
+        page (the broker's own 10 s snapshots); those a second or more after the last sample
+        fill the time no page polled, so a page opened after the traffic still shows it."""
         now = self.wall()
         samples = self._samples.setdefault(broker, deque())
         if samples and samples[-1][3] is not stats:
             samples.clear()
+        if history is not None:
+            since = max(samples[-1][0] + MIN_STEP_S if samples else now - WINDOW_S,
+                        now - WINDOW_S)
+            samples.extend((t, put, get, stats) for t, put, get in history() if since <= t < now)
         if not samples or now - samples[-1][0] >= MIN_STEP_S:
             samples.append((now, stats.put_total, stats.get_total, stats))
         while samples and now - samples[0][0] > WINDOW_S:
@@ -115,11 +124,21 @@ def broker_row(cluster: Any, slot: Any, samples: ThroughputSamples,
         "disk": sizes.disk(Path(slot.store_dir)), "putTotal": None, "getTotal": None, "tps": [],
     }
     if slot.running and slot.controller is not None:
-        stats = slot.controller.ctx.stats
-        row.update(putTotal=stats.put_total, getTotal=stats.get_total,
-                   bootTimestamp=slot.controller.ctx.boot_timestamp,
-                   tps=samples.sample(slot.name, stats))
+        ctx = slot.controller.ctx
+        row.update(putTotal=ctx.stats.put_total, getTotal=ctx.stats.get_total,
+                   bootTimestamp=ctx.boot_timestamp,
+                   tps=samples.sample(slot.name, ctx.stats, lambda: snapshots(ctx, samples.wall())))
     return row
+
+
+def snapshots(ctx: Any, wall_now: float) -> list[tuple[float, int, int]]:
+    """The broker's put and get totals at its 10 s stats snapshots (``BrokerStatsManager``'s,
+    on the business clock), placed on the wall clock: ``(wall seconds, put, get)``."""
+    items = ctx.stats_items
+    if items is None:
+        return []
+    offset = wall_now - ctx.clock.seconds()
+    return [(ts / 1000 + offset, put, get) for ts, put, get in items.broker_totals_history()]
 
 
 def cluster_view(cluster: Any, clock_state: dict[str, Any], samples: ThroughputSamples,

@@ -92,6 +92,16 @@ def test_cluster_view_shows_the_running_broker(page):
     page.shot("cluster")
 
 
+def test_the_rate_charts_scale_reads_as_the_values_it_marks(page):
+    """The put/get chart's five y labels are the values of its grid lines (0 and quarters of
+    the top), each written so it reads as that value (0.25, not 0.3)."""
+    page.open("cluster")
+    labels = page.wait_for(
+        lambda: [e.text for e in page.all("#tps-chart text.tick")][:5] or None, "the chart")
+    top = float(labels[4])
+    assert top > 0 and [float(v) for v in labels] == [top * i / 4 for i in range(5)], labels
+
+
 def test_a_topic_created_in_the_page_lists_its_queue_offsets(page, clients):
     page.open("topics")
     page.type("#new-topic", TOPIC)

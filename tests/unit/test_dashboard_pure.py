@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from rocketmq_emu.client.api_errors import ApiError
-from rocketmq_emu.client.dashboard.cluster_view import StoreSizes, ThroughputSamples
+from rocketmq_emu.client.dashboard.cluster_view import StoreSizes, ThroughputSamples, snapshots
 from rocketmq_emu.client.dashboard.common import int_arg
 from rocketmq_emu.client.dashboard.messages_view import render_body
 
@@ -75,6 +75,31 @@ def test_samples_older_than_ten_minutes_are_dropped():
         now[0] += 1.0
         samples.sample("b", stats)
     assert len(samples.sample("b", stats)) == 600  # samples at 100 s .. 700 s: 600 steps
+
+
+def test_the_brokers_snapshots_fill_the_time_no_page_polled():
+    """A page opened after the traffic: the broker's 10 s snapshots within the ten minutes,
+    and later ones a second or more after the last poll, give the rates of that time."""
+    now = [1000.0]
+    samples = ThroughputSamples(wall=lambda: now[0])
+    stats = SimpleNamespace(put_total=300, get_total=100)
+    history = [(300.0, 0, 0), (980.0, 0, 0), (990.0, 200, 100), (999.5, 250, 100)]
+    assert samples.sample("b", stats, lambda: history) == [
+        {"t": 990000, "put": 20.0, "get": 10.0}, {"t": 999500, "put": 5.26, "get": 0.0}]
+    now[0] = 1030.0
+    stats.put_total = 600
+    history += [(1000.0, 300, 100), (1010.0, 300, 100), (1020.0, 500, 100)]
+    assert samples.sample("b", stats, lambda: history)[2:] == [
+        {"t": 1010000, "put": 4.76, "get": 0.0}, {"t": 1020000, "put": 20.0, "get": 0.0},
+        {"t": 1030000, "put": 10.0, "get": 0.0}]
+
+
+def test_the_brokers_snapshots_are_placed_on_the_wall_clock():
+    """Snapshots are stamped on the business clock; an advanced clock's offset is taken off."""
+    items = SimpleNamespace(broker_totals_history=lambda: [(3_600_000 + 990_000, 5, 1)])
+    ctx = SimpleNamespace(stats_items=items, clock=SimpleNamespace(seconds=lambda: 4600.0))
+    assert snapshots(ctx, 1000.0) == [(990.0, 5, 1)]
+    assert snapshots(SimpleNamespace(stats_items=None), 1000.0) == []
 
 
 def test_a_stores_size_is_measured_again_only_after_thirty_seconds(tmp_path):

@@ -140,6 +140,24 @@ def test_stats_item_keeps_seven_minute_snapshots():
     assert item.snapshot("minute").sum == 60
 
 
+def test_broker_totals_history_pairs_put_and_get_totals_per_snapshot(ctx, proc, send):
+    """The broker's put and get totals at each 10 s snapshot, a total 0 before its item's
+    zero baseline and an instant one of them does not know left out."""
+    items = proc.stats_items
+    assert items.broker_totals_history() == []
+    send("H")
+    ctx.clock.advance(10)
+    items.sampling_in_seconds()  # the put item starts: baseline 10 s back, then 1
+    t1 = int(ctx.clock.seconds() * 1000)
+    PullMessageProcessor(ctx).process(pull_cmd("H", 0, 0, group="hg"), FakeConn())
+    send("H")
+    ctx.clock.advance(10.5)
+    items.sampling_in_seconds()  # the get item starts: its baseline falls between puts'
+    t2 = int(ctx.clock.seconds() * 1000)
+    assert items.broker_totals_history() == [(t1 - 10_000, 0, 0), (t1, 1, 0), (t2, 2, 1)]
+    assert ctx.stats_items is items
+
+
 def test_stats_group_get_nums_is_keyed_topic_at_group(ctx, proc, send):
     """315: pulled messages count under GROUP_GET_NUMS 'topic@group'."""
     send("GG")

@@ -132,7 +132,9 @@ function niceCeil(v) {
   for (const m of [1, 2, 4, 8, 10]) if (m * p >= v) return m * p;
   return 10 * p;
 }
-const fmtRate = (v) => (v >= 100 || Number.isInteger(v) ? String(Math.round(v)) : v.toFixed(1));
+// A grid line's value as it is: the quarters of a top of 1 x 10^k are 0.25 x 10^k, so two
+// decimals at most (0.25, 2.5), none from 100 up.
+const fmtRate = (v) => (v >= 100 ? String(Math.round(v)) : String(Number(v.toFixed(2))));
 
 // ----- Topics ---------------------------------------------------------------------------
 views.topics = {
