@@ -57,6 +57,38 @@ def _check_all_ok(out: bytes) -> None:
         pos += 4 + FRAME_LENGTH.unpack_from(buf, pos)[0]
 
 
+def _alternate(controllers, batches, labels, n: int, repeat: int,
+               profile: str | None = None) -> tuple[float, float]:
+    """Send ``batches[i]`` into a fresh protocol of ``controllers[i]`` (two started brokers),
+    alternating ``repeat`` rounds; the lowest CPU µs/msg of each. With ``profile``, a cProfile
+    of the second side's rounds is written there. The stores' queued index entries are built
+    between rounds."""
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+    protos = [c.factory.buildProtocol(("127.0.0.1", 1)) for c in controllers]
+    best = [float("inf"), float("inf")]
+    for i in range(repeat):
+        line = f"round {i + 1}:"
+        for side in (0, 1):
+            if side and profiler is not None:
+                profiler.enable()
+            cost = _send_cost(protos[side], batches[side], n, controllers[side].store.warmer.tick)
+            if side and profiler is not None:
+                profiler.disable()
+            line += f"   {labels[side]} {cost:6.2f} us/msg"
+            best[side] = min(best[side], cost)
+        print(line)
+        for controller in controllers:
+            controller.store.build_queued_index()
+    if profiler is not None:
+        profiler.dump_stats(profile)
+        print(f"profile of the {labels[1]} rounds written to {profile}")
+    return best[0], best[1]
+
+
 def acl_cpu_costs(n: int = 20000, repeat: int = 3, profile: str | None = None) -> int:
     """``--acl --cpu``: CPU µs per SEND_MESSAGE_V2 of a broker without ACL and of one with
     ``aclEnable=true`` fed signed frames (32 per read), alternating ``repeat`` times, lowest of
@@ -83,27 +115,9 @@ def acl_cpu_costs(n: int = 20000, repeat: int = 3, profile: str | None = None) -
             controllers.append(controller)
         check_acl_refuses(acl)
         gc.freeze()  # as `rmq-emu up` / `broker` do once started (broker/cli.py)
-        plain_proto = plain.factory.buildProtocol(("127.0.0.1", 1))
+        off, on = _alternate(controllers, (plain_batch, signed_batch), ("ACL off", "ACL on (signed)"),
+                             n, repeat, profile)
         acl_proto = acl.factory.buildProtocol(("127.0.0.1", 1))
-        profiler = None
-        if profile:
-            import cProfile
-
-            profiler = cProfile.Profile()
-        off = on = float("inf")
-        for i in range(repeat):
-            cost = _send_cost(plain_proto, plain_batch, n, plain.store.warmer.tick)
-            print(f"round {i + 1}: ACL off {cost:6.2f} us/msg", end="")
-            off = min(off, cost)
-            if profiler is not None:
-                profiler.enable()
-            cost = _send_cost(acl_proto, signed_batch, n, acl.store.warmer.tick)
-            if profiler is not None:
-                profiler.disable()
-            print(f"   ACL on (signed) {cost:6.2f} us/msg")
-            on = min(on, cost)
-            for controller in controllers:
-                controller.store.build_queued_index()
         # The check alone: the interceptor the broker runs before the send processor.
         cmds = [RemotingCommand.decode(f) for f in signed_frames]
         intercept = acl.acl.intercept
@@ -116,9 +130,6 @@ def acl_cpu_costs(n: int = 20000, repeat: int = 3, profile: str | None = None) -
             for cmd in cmds:
                 intercept(cmd, acl_proto)
         alone = (time.process_time() - t0) / (rounds * len(cmds)) * 1e6
-        if profiler is not None:
-            profiler.dump_stats(profile)
-            print(f"profile of the ACL-on rounds written to {profile}")
         for controller in controllers:
             controller.store.shutdown()
     finally:
@@ -161,31 +172,9 @@ def control_cpu_costs(n: int = 20000, repeat: int = 3, profile: str | None = Non
             controller.store.start()
             controllers.append(controller)
         gc.freeze()  # as `rmq-emu up` / `broker` do once started (broker/cli.py)
-        bare_proto = bare.factory.buildProtocol(("127.0.0.1", 1))
-        controlled_proto = controlled.factory.buildProtocol(("127.0.0.1", 1))
-        profiler = None
-        if profile:
-            import cProfile
-
-            profiler = cProfile.Profile()
-        off = on = float("inf")
-        for i in range(repeat):
-            cost = _send_cost(bare_proto, batch, n, bare.store.warmer.tick)
-            print(f"round {i + 1}: bare {cost:6.2f} us/msg", end="")
-            off = min(off, cost)
-            if profiler is not None:
-                profiler.enable()
-            cost = _send_cost(controlled_proto, batch, n, controlled.store.warmer.tick)
-            if profiler is not None:
-                profiler.disable()
-            print(f"   controlled {cost:6.2f} us/msg")
-            on = min(on, cost)
-            for controller in controllers:
-                controller.store.build_queued_index()
+        off, on = _alternate(controllers, (batch, batch), ("bare", "controlled"), n, repeat,
+                             profile)
         recorded = len(faults.records())
-        if profiler is not None:
-            profiler.dump_stats(profile)
-            print(f"profile of the controlled rounds written to {profile}")
         for controller in controllers:
             controller.store.shutdown()
     finally:
