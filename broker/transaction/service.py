@@ -215,7 +215,9 @@ class TransactionalMessageService:
 
         A half message's age is ``now_ms`` minus its ``bornTimestamp``; ``born_ms`` puts that
         stamp (the producer's clock) on the time line of ``now_ms`` first, when the broker's
-        clock is not the real one (see ``ControllableClock.from_wall``). Returns the put-back copies to send CHECK_TRANSACTION_STATE for (offsets of the copy,
+        clock is not the real one (see ``ControllableClock.from_wall``).
+
+        Returns the put-back copies to send CHECK_TRANSACTION_STATE for (offsets of the copy,
         ``TRANSACTION_CHECK_TIMES`` already incremented). Messages checked
         ``transactionCheckMax`` times are moved to ``TRANS_CHECK_MAX_TIME_TOPIC`` and logged.
         """
