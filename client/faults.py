@@ -59,6 +59,7 @@ from rocketmq_emu.broker.remoting.protocol import (
     RequestDispatcher,
     RequestEvent,
     error_response,
+    is_deferred,
 )
 from rocketmq_emu.client.fault_rules import (
     ACTIONS,
@@ -353,8 +354,7 @@ class FaultInjector:
             # No fault: the rest of the chain runs here, without a Deferred unless it makes one
             # (a Deferred per request doubled the CPU of a send, bench/send_pull.py --control).
             resp = dispatcher.proceed(cmd, conn, me)
-            # The type test first: Deferred is an Awaitable, so isinstance is an ABC check.
-            if type(resp) is not RemotingCommand and isinstance(resp, defer.Deferred):
+            if is_deferred(resp):
                 return resp.addCallback(self._answered, rec, start, None)
             return self._answered(resp, rec, start, None)
         log.info("fault %s (rule %d) on %s %d from %s", rule.action, rule.id, target, cmd.code,

@@ -60,6 +60,13 @@ def default_clock() -> IReactorTime:
     return reactor  # type: ignore[return-value]
 
 
+def is_deferred(result: Any) -> bool:
+    """Whether a handler's or interceptor's ``result`` is a Deferred (else a command, DROP or
+    None). A command is the common answer: the type test first spares most requests the
+    Deferred isinstance, an ABC check (Deferred is an Awaitable)."""
+    return type(result) is not RemotingCommand and isinstance(result, defer.Deferred)
+
+
 def error_response(request: RemotingCommand, code: int, remark: str) -> RemotingCommand:
     """An error answer; Java writes error paths in the server default (JSON)."""
     resp = request.response(code, remark)
@@ -199,7 +206,7 @@ class RequestDispatcher:
                 continue
             if result is DROP:
                 return None
-            if type(result) is not RemotingCommand and isinstance(result, defer.Deferred):
+            if is_deferred(result):
                 return result.addCallback(self._after_interceptor, cmd, conn, i + 1).addErrback(
                     self._failure, cmd, conn
                 )
@@ -224,8 +231,7 @@ class RequestDispatcher:
             result = handler(cmd, conn)
         except Exception as exc:
             return self.handler_failed(cmd, conn, exc)
-        # The type test first: Deferred is an Awaitable, so isinstance is an ABC check.
-        if type(result) is not RemotingCommand and isinstance(result, defer.Deferred):
+        if is_deferred(result):
             return result.addErrback(self._failure, cmd, conn)
         return result
 

@@ -46,6 +46,7 @@ from rocketmq_emu.broker.remoting.dispatcher import (  # noqa: F401
     RequestEvent,
     default_clock,
     error_response,
+    is_deferred,
     not_supported,
 )
 
@@ -225,9 +226,7 @@ class RemotingProtocol(Protocol):
         result = self.dispatcher.dispatch(cmd, self)
         if result is None:
             return
-        # A command is the common answer; the type test first spares most requests the
-        # Deferred isinstance (an ABC check: Deferred is an Awaitable).
-        if type(result) is not RemotingCommand and isinstance(result, defer.Deferred):
+        if is_deferred(result):
             result.addCallback(self._reply, cmd).addErrback(self._reply_failed, cmd)
         else:
             self._reply(result, cmd)
